@@ -1,0 +1,114 @@
+"""The resource types drasched reads and writes: group/version/kind, plural, scope."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from drasched.api.errors import BadRequest
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One REST resource, as the API server serves it."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    has_status: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_resource(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def api_path(self, namespace: str | None = None, name: str | None = None) -> str:
+        """The REST path of a collection or an object."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{name}"
+        return base
+
+
+RESOURCE = "resource.k8s.io"
+DRASCHED = "scheduling.drasched.io"
+
+POD = ResourceType("", "v1", "Pod", "pods", True)
+NODE = ResourceType("", "v1", "Node", "nodes", False)
+NAMESPACE = ResourceType("", "v1", "Namespace", "namespaces", False)
+EVENT = ResourceType("", "v1", "Event", "events", True, has_status=False)
+SERVICE_ACCOUNT = ResourceType("", "v1", "ServiceAccount", "serviceaccounts", True, has_status=False)
+CONFIG_MAP = ResourceType("", "v1", "ConfigMap", "configmaps", True, has_status=False)
+DEVICE_CLASS = ResourceType(RESOURCE, "v1", "DeviceClass", "deviceclasses", False, has_status=False)
+RESOURCE_CLAIM = ResourceType(RESOURCE, "v1", "ResourceClaim", "resourceclaims", True)
+RESOURCE_CLAIM_TEMPLATE = ResourceType(
+    RESOURCE, "v1", "ResourceClaimTemplate", "resourceclaimtemplates", True, has_status=False
+)
+RESOURCE_SLICE = ResourceType(RESOURCE, "v1", "ResourceSlice", "resourceslices", False, has_status=False)
+PRIORITY_CLASS = ResourceType(
+    "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, has_status=False
+)
+LEASE = ResourceType("coordination.k8s.io", "v1", "Lease", "leases", True, has_status=False)
+POD_DISRUPTION_BUDGET = ResourceType("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True)
+QUEUE = ResourceType(DRASCHED, "v1alpha1", "Queue", "queues", False)
+POD_GROUP = ResourceType(DRASCHED, "v1alpha1", "PodGroup", "podgroups", True)
+BIND_REQUEST = ResourceType(DRASCHED, "v1alpha1", "BindRequest", "bindrequests", True)
+
+ALL: tuple[ResourceType, ...] = (
+    NAMESPACE,
+    SERVICE_ACCOUNT,
+    CONFIG_MAP,
+    PRIORITY_CLASS,
+    NODE,
+    DEVICE_CLASS,
+    RESOURCE_SLICE,
+    QUEUE,
+    RESOURCE_CLAIM_TEMPLATE,
+    RESOURCE_CLAIM,
+    POD_GROUP,
+    POD,
+    BIND_REQUEST,
+    POD_DISRUPTION_BUDGET,
+    LEASE,
+    EVENT,
+)
+"""Every kind, in the order a restore should create them (dependencies first)."""
+
+_BY_KIND: dict[tuple[str, str], ResourceType] = {(r.api_version, r.kind): r for r in ALL}
+_BY_KIND_ONLY: dict[str, ResourceType] = {r.kind: r for r in ALL}
+
+
+def for_object(obj: dict) -> ResourceType:
+    """The resource type of a wire-form object, from its apiVersion and kind."""
+    api_version = obj.get("apiVersion")
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise BadRequest("Object 'Kind' is missing")
+    if not isinstance(api_version, str) or not api_version:
+        raise BadRequest(f"Object 'apiVersion' is missing for kind {kind!r}")
+    rt = _BY_KIND.get((api_version, kind))
+    if rt is None:
+        known = _BY_KIND_ONLY.get(kind)
+        hint = f" (drasched serves {kind} as {known.api_version})" if known else ""
+        raise BadRequest(f'no kind "{kind}" is registered for version "{api_version}"{hint}')
+    return rt
+
+
+def by_kind(kind: str) -> ResourceType:
+    """Look up a resource type by its kind name alone (kinds are unique in drasched)."""
+    try:
+        return _BY_KIND_ONLY[kind]
+    except KeyError:
+        raise BadRequest(f'no kind "{kind}" is registered') from None
+
+
+def order_index(rt: ResourceType) -> int:
+    """Position of a kind in dependency order, for deterministic output."""
+    return ALL.index(rt)

@@ -1,0 +1,145 @@
+"""Reading and writing manifests: multi-document YAML/JSON, directories, List kinds, stdin.
+
+Every error names the file, the document index, the object and the field, so a user can
+find the line to fix.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from drasched.api import kinds, validation
+from drasched.api.errors import ApiError, Invalid
+
+Obj = dict[str, Any]
+
+try:  # the C loader is 5-10x faster when libyaml is present
+    _Loader: Any = yaml.CSafeLoader
+    _Dumper: Any = yaml.CSafeDumper
+except AttributeError:  # pragma: no cover - depends on the PyYAML build
+    _Loader, _Dumper = yaml.SafeLoader, yaml.SafeDumper
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class ManifestError(Exception):
+    """A manifest could not be read; the message says where and why."""
+
+
+@dataclass
+class Loaded:
+    """One object read from a manifest, with where it came from."""
+
+    obj: Obj
+    source: str
+    index: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}: document {self.index}"
+
+
+def _describe(obj: Obj) -> str:
+    md = obj.get("metadata")
+    if not isinstance(md, dict):
+        md = {}
+    name = md.get("name") or md.get("generateName") or "<unnamed>"
+    ns = md.get("namespace")
+    return f"{obj.get('kind', '<no kind>')} {ns + '/' if ns else ''}{name}"
+
+
+def parse_documents(text: str, source: str) -> list[Loaded]:
+    """Parse one file's text into objects, expanding ``List`` kinds."""
+    try:
+        if source.endswith(".json") or text.lstrip().startswith(("{", "[")):
+            try:
+                raw_docs: Iterable[Any] = [json.loads(text)]
+            except json.JSONDecodeError:
+                raw_docs = list(yaml.load_all(text, Loader=_Loader))
+        else:
+            raw_docs = list(yaml.load_all(text, Loader=_Loader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        raise ManifestError(f"{source}:{where}: malformed YAML: {getattr(exc, 'problem', exc)}") from None
+    out: list[Loaded] = []
+    for index, doc in enumerate(raw_docs):
+        if doc is None:
+            continue
+        docs = doc if isinstance(doc, list) else [doc]
+        for item in docs:
+            if not isinstance(item, dict):
+                raise ManifestError(f"{source}: document {index}: expected a Kubernetes object (a mapping), "
+                                    f"got {type(item).__name__}")
+            if isinstance(item.get("kind"), str) and item["kind"].endswith("List") and "items" in item:
+                for j, sub in enumerate(item.get("items") or []):
+                    if not isinstance(sub, dict):
+                        raise ManifestError(f"{source}: document {index}: items[{j}]: expected an object")
+                    out.append(Loaded(sub, source, index))
+            else:
+                out.append(Loaded(item, source, index))
+    return out
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+    return [path]
+
+
+def load_paths(paths: Iterable[str], *, validate: bool = True) -> list[Loaded]:
+    """Read manifests from files, directories (recursively) and ``-`` (stdin)."""
+    loaded: list[Loaded] = []
+    for p in paths:
+        if p == "-":
+            loaded += parse_documents(sys.stdin.read(), "<stdin>")
+            continue
+        path = Path(p)
+        if not path.exists():
+            raise ManifestError(f"{p}: no such file or directory")
+        for f in _files(path):
+            try:
+                text = f.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ManifestError(f"{f}: cannot read: {exc}") from None
+            loaded += parse_documents(text, str(f))
+    if validate:
+        for item in loaded:
+            check_object(item)
+    return loaded
+
+
+def check_object(item: Loaded) -> None:
+    """Raise ManifestError if the object's kind is unknown or a field is invalid."""
+    try:
+        rt = kinds.for_object(item.obj)
+        validation.validate(item.obj, rt)
+    except Invalid as exc:
+        fields = "; ".join(str(c) for c in exc.causes) or exc.message
+        raise ManifestError(f"{item.where}: {_describe(item.obj)}: {fields}") from None
+    except ApiError as exc:
+        raise ManifestError(f"{item.where}: {_describe(item.obj)}: {exc.message}") from None
+
+
+_TOP_ORDER = ("apiVersion", "kind", "metadata", "spec", "status")
+
+
+def _ordered(obj: Obj) -> Obj:
+    head = {k: obj[k] for k in _TOP_ORDER if k in obj}
+    head.update({k: v for k, v in obj.items() if k not in head})
+    return head
+
+
+def dump_yaml(objects: Iterable[Obj]) -> str:
+    """Multi-document YAML, byte-stable for the same input."""
+    return "".join(
+        "---\n" + yaml.dump(_ordered(o), Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
+        for o in objects
+    )

@@ -1,0 +1,1 @@
+"""drasched.controllers."""

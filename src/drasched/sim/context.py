@@ -1,0 +1,101 @@
+"""What a controller sees in an embedded run: the store, the clock, events and decisions."""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from drasched.api import kinds
+from drasched.api.meta import format_time
+from drasched.sim.clock import VirtualClock
+from drasched.store.memory import MemoryStore
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class Decision:
+    """One thing a controller decided, for the decision record."""
+
+    time: str
+    controller: str
+    action: str
+    object: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"time": self.time, "controller": self.controller, "action": self.action,
+                "object": self.object, "message": self.message}
+
+
+@dataclass
+class SimContext:
+    store: MemoryStore
+    clock: VirtualClock
+    decisions: list[Decision] = field(default_factory=list)
+    _wakeups: list[datetime] = field(default_factory=list)
+    _event_seq: int = 0
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def wake_at(self, when: datetime) -> None:
+        """Ask the runner to advance virtual time to ``when`` once nothing else is left to do."""
+        if when > self.clock.now():
+            heapq.heappush(self._wakeups, when)
+
+    def next_wakeup(self) -> datetime | None:
+        while self._wakeups and self._wakeups[0] <= self.clock.now():
+            heapq.heappop(self._wakeups)
+        return self._wakeups[0] if self._wakeups else None
+
+    def decide(self, controller: str, action: str, obj: Obj | str, message: str) -> None:
+        ref = obj if isinstance(obj, str) else _ref(obj)
+        self.decisions.append(Decision(format_time(self.now()), controller, action, ref, message))
+
+    def event(self, obj: Obj, event_type: str, reason: str, message: str, component: str = "drasched") -> None:
+        """Record a core/v1 Event about ``obj``, as a real controller would."""
+        md = obj.get("metadata") or {}
+        self._event_seq += 1
+        ts = format_time(self.now())
+        namespace = md.get("namespace") or "default"
+        self.store.create({
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{md.get('name', 'unknown')}.{self._event_seq:016x}", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion"),
+                "kind": obj.get("kind"),
+                "name": md.get("name"),
+                **({"namespace": md["namespace"]} if md.get("namespace") else {}),
+                "uid": md.get("uid"),
+            },
+            "type": event_type,
+            "reason": reason,
+            "message": message,
+            "source": {"component": component},
+            "firstTimestamp": ts,
+            "lastTimestamp": ts,
+            "count": 1,
+            "reportingComponent": component,
+        })
+
+
+def _ref(obj: Obj) -> str:
+    md = obj.get("metadata") or {}
+    ns = md.get("namespace")
+    return f"{obj.get('kind')}/{ns + '/' if ns else ''}{md.get('name')}"
+
+
+class Controller(Protocol):
+    """A control loop in an embedded run: look at the store, act, say whether anything changed."""
+
+    name: str
+
+    def reconcile(self, ctx: SimContext) -> bool: ...
+
+
+def is_kind(obj: Obj, rt: kinds.ResourceType) -> bool:
+    return obj.get("kind") == rt.kind and obj.get("apiVersion") == rt.api_version

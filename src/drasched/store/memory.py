@@ -1,0 +1,381 @@
+"""The embedded API store: the semantics of a kube-apiserver we rely on, in memory.
+
+Deterministic (seeded names and uids, injectable clock) so ``drasched simulate`` gives
+byte-identical output for the same input. Contract: ``drasched.store.base.ClusterStore``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import random
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from drasched.api import kinds, validation
+from drasched.api.errors import AlreadyExists, BadRequest, Conflict, Gone, NotFound, invalid
+from drasched.api.errors import Cause as _Cause
+from drasched.api.kinds import ResourceType
+from drasched.api.meta import format_time, merge_patch
+from drasched.api.selectors import field_selector_matches, label_selector_matches
+from drasched.store.base import ListResult, Obj, WatchEvent
+
+# k8s.io/apimachinery/pkg/util/rand: no vowels and no confusable digits.
+GENERATE_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+MAX_GENERATE_NAME_PREFIX = 58  # 63 - 5 random characters
+_Key = tuple[ResourceType, str, str]
+
+
+def _epoch_clock() -> datetime:
+    return datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class MemoryStore:
+    """An in-process API store. Not thread-safe: one simulation drives it."""
+
+    def __init__(
+        self,
+        clock: Callable[[], datetime] | None = None,
+        seed: int = 0,
+        history_limit: int = 1_000_000,
+        auto_namespaces: bool = False,
+    ) -> None:
+        self._objects: dict[_Key, Obj] = {}
+        self._rv = 0
+        self._history: list[tuple[int, ResourceType, WatchEvent]] = []
+        self._history_floor = 0  # events at or below this rv were compacted away
+        self._history_limit = history_limit
+        self._clock = clock or _epoch_clock
+        self._rand = random.Random(seed)
+        self.auto_namespaces = auto_namespaces
+
+    # ---- helpers -------------------------------------------------------------------------
+    def _next_rv(self) -> str:
+        self._rv += 1
+        return str(self._rv)
+
+    def _uid(self) -> str:
+        return str(uuid.UUID(int=self._rand.getrandbits(128), version=4))
+
+    def _record(self, rt: ResourceType, etype: Any, obj: Obj) -> None:
+        self._history.append((self._rv, rt, WatchEvent(etype, copy.deepcopy(obj))))
+        if len(self._history) > self._history_limit:
+            drop = len(self._history) - self._history_limit
+            self._history_floor = self._history[drop - 1][0]
+            del self._history[:drop]
+
+    def _key(self, rt: ResourceType, name: str, namespace: str | None) -> _Key:
+        return (rt, (namespace or "") if rt.namespaced else "", name)
+
+    def _not_found(self, rt: ResourceType, name: str) -> NotFound:
+        return NotFound(f'{rt.group_resource} "{name}" not found', rt.kind, name)
+
+    def _require(self, rt: ResourceType, name: str, namespace: str | None) -> Obj:
+        obj = self._objects.get(self._key(rt, name, namespace))
+        if obj is None:
+            raise self._not_found(rt, name)
+        return obj
+
+    def _check_namespace(self, rt: ResourceType, namespace: str | None) -> None:
+        if not rt.namespaced:
+            return
+        if not namespace:
+            raise BadRequest(f"the namespace of the provided object ({rt.kind}) is missing")
+        if (kinds.NAMESPACE, "", namespace) in self._objects:
+            return
+        if self.auto_namespaces:
+            self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+            return
+        raise NotFound(f'namespaces "{namespace}" not found', "Namespace", namespace)
+
+    # ---- contract ------------------------------------------------------------------------
+    def create(self, obj: Obj) -> Obj:
+        rt = kinds.for_object(obj)
+        obj = copy.deepcopy(obj)
+        md = obj.setdefault("metadata", {})
+        if not isinstance(md, dict):
+            raise invalid(validation.qualified_kind(rt), "", [_Cause("metadata", "Invalid value: must be an object")])
+        if not rt.namespaced:
+            md.pop("namespace", None)
+        elif not md.get("namespace"):
+            md["namespace"] = "default"
+        if not md.get("name") and md.get("generateName"):
+            prefix = md["generateName"][:MAX_GENERATE_NAME_PREFIX]
+            for _ in range(16):
+                name = prefix + "".join(self._rand.choice(GENERATE_NAME_ALPHABET) for _ in range(5))
+                if self._key(rt, name, md.get("namespace")) not in self._objects:
+                    break
+            md["name"] = name
+        validation.validate(obj, rt)
+        self._check_namespace(rt, md.get("namespace"))
+        key = self._key(rt, md["name"], md.get("namespace"))
+        if key in self._objects:
+            raise AlreadyExists(f'{rt.group_resource} "{md["name"]}" already exists', rt.kind, md["name"])
+        md.setdefault("uid", self._uid())
+        md.setdefault("creationTimestamp", format_time(self._clock()))
+        md.pop("deletionTimestamp", None)
+        md.pop("selfLink", None)
+        if rt.group or rt is kinds.POD:
+            md.setdefault("generation", 1)
+        md["resourceVersion"] = self._next_rv()
+        if rt is kinds.POD:
+            _default_pod(obj)
+        self._objects[key] = obj
+        self._record(rt, "ADDED", obj)
+        return copy.deepcopy(obj)
+
+    def get(self, rt: ResourceType, name: str, namespace: str | None = None) -> Obj:
+        return copy.deepcopy(self._require(rt, name, namespace))
+
+    def list(
+        self,
+        rt: ResourceType,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> ListResult:
+        items = [
+            copy.deepcopy(o)
+            for (t, ns, _), o in sorted(self._objects.items(), key=lambda kv: (kv[0][1], kv[0][2]))
+            if t is rt
+            and (not namespace or not rt.namespaced or ns == namespace)
+            and label_selector_matches(label_selector, (o.get("metadata") or {}).get("labels"))
+            and field_selector_matches(field_selector, o)
+        ]
+        return ListResult(items, str(self._rv))
+
+    def _write(self, obj: Obj, status_only: bool) -> Obj:
+        rt = kinds.for_object(obj)
+        md = obj.get("metadata") or {}
+        name, namespace = md.get("name", ""), md.get("namespace")
+        current = self._require(rt, name, namespace)
+        want_rv = md.get("resourceVersion")
+        if want_rv and want_rv != current["metadata"]["resourceVersion"]:
+            raise Conflict(
+                f'Operation cannot be fulfilled on {rt.group_resource} "{name}": the object has been '
+                "modified; please apply your changes to the latest version and try again",
+                rt.kind,
+                name,
+            )
+        uid = md.get("uid")
+        if uid and uid != current["metadata"]["uid"]:
+            raise Conflict(f'Precondition failed: UID in precondition: {uid}, UID in object meta: '
+                           f'{current["metadata"]["uid"]}', rt.kind, name)
+        new = copy.deepcopy(obj)
+        if status_only:
+            # Status writes change status alone (ResetObjectMetaForStatus upstream).
+            if not rt.has_status:
+                raise NotFound(f"the server could not find the requested resource ({rt.plural}/status)")
+            merged = copy.deepcopy(current)
+            if "status" in new:
+                merged["status"] = new["status"]
+            else:
+                merged.pop("status", None)
+            new = merged
+        else:
+            # Spec writes keep the stored status; server-owned metadata is preserved.
+            if rt.has_status:
+                if "status" in current:
+                    new["status"] = copy.deepcopy(current["status"])
+                else:
+                    new.pop("status", None)
+            nmd = new.setdefault("metadata", {})
+            for field in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                          "namespace", "generation"):
+                if field in current["metadata"]:
+                    nmd[field] = current["metadata"][field]
+                else:
+                    nmd.pop(field, None)
+            validation.validate(new, rt)
+            validation.validate_update(current, new, rt)
+            if new.get("spec") != current.get("spec") and "generation" in nmd:
+                nmd["generation"] = int(nmd["generation"]) + 1
+        new["metadata"]["resourceVersion"] = self._next_rv()
+        key = self._key(rt, name, namespace)
+        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers") \
+                and not _awaits_graceful_termination(rt, new):
+            del self._objects[key]
+            self._record(rt, "DELETED", new)
+            self._collect_garbage(new)
+            return copy.deepcopy(new)
+        self._objects[key] = new
+        self._record(rt, "MODIFIED", new)
+        return copy.deepcopy(new)
+
+    def update(self, obj: Obj) -> Obj:
+        return self._write(obj, status_only=False)
+
+    def update_status(self, obj: Obj) -> Obj:
+        return self._write(obj, status_only=True)
+
+    def patch(
+        self,
+        rt: ResourceType,
+        name: str,
+        namespace: str | None,
+        patch: Obj,
+        subresource: str | None = None,
+    ) -> Obj:
+        current = self._require(rt, name, namespace)
+        if subresource not in (None, "status"):
+            raise BadRequest(f"unsupported subresource {subresource!r}")
+        merged = merge_patch(current, patch)
+        want_rv = ((patch.get("metadata") or {}).get("resourceVersion"))
+        merged["metadata"]["resourceVersion"] = want_rv or current["metadata"]["resourceVersion"]
+        return self._write(merged, status_only=subresource == "status")
+
+    def delete(
+        self,
+        rt: ResourceType,
+        name: str,
+        namespace: str | None = None,
+        *,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> Obj | None:
+        current = self._require(rt, name, namespace)
+        cmd = current["metadata"]
+        if uid and uid != cmd["uid"]:
+            raise Conflict(f"Precondition failed: UID in precondition: {uid}, UID in object meta: {cmd['uid']}",
+                           rt.kind, name)
+        if resource_version and resource_version != cmd["resourceVersion"]:
+            raise Conflict(f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
+                           f"ResourceVersion in object meta: {cmd['resourceVersion']}", rt.kind, name)
+        key = self._key(rt, name, namespace)
+        graceful = _graceful_seconds(rt, current, grace_period_seconds)
+        if cmd.get("finalizers") or graceful:
+            # Finalizers or a graceful pod termination keep the object, marked as deleting.
+            if not cmd.get("deletionTimestamp"):
+                cmd["deletionTimestamp"] = format_time(self._clock())
+                if rt is kinds.POD:
+                    cmd["deletionGracePeriodSeconds"] = graceful
+                cmd["resourceVersion"] = self._next_rv()
+                self._record(rt, "MODIFIED", current)
+            return copy.deepcopy(current)
+        del self._objects[key]
+        cmd["resourceVersion"] = self._next_rv()
+        self._record(rt, "DELETED", current)
+        if rt is kinds.NAMESPACE:
+            for k in [k for k in self._objects if k[1] == name and k[0].namespaced]:
+                gone = self._objects.pop(k)
+                gone["metadata"]["resourceVersion"] = self._next_rv()
+                self._record(k[0], "DELETED", gone)
+        self._collect_garbage(current)
+        return None
+
+    def bind(self, namespace: str, pod_name: str, node_name: str, pod_uid: str | None = None) -> None:
+        pod = self._require(kinds.POD, pod_name, namespace)
+        if pod_uid and pod["metadata"]["uid"] != pod_uid:
+            raise Conflict(f'Operation cannot be fulfilled on pods/binding "{pod_name}": precondition '
+                           "failed: UID mismatch", "Pod", pod_name)
+        if pod["metadata"].get("deletionTimestamp"):
+            raise Conflict(f'Operation cannot be fulfilled on pods/binding "{pod_name}": pod {pod_name} '
+                           "is being deleted, cannot be assigned to a host", "Pod", pod_name)
+        current_node = (pod.get("spec") or {}).get("nodeName")
+        if current_node:
+            raise Conflict(f'Operation cannot be fulfilled on pods/binding "{pod_name}": pod {pod_name} '
+                           f"is already assigned to node \"{current_node}\"", "Pod", pod_name)
+        new = copy.deepcopy(pod)
+        new["spec"]["nodeName"] = node_name
+        status = new.setdefault("status", {})
+        conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                      "lastTransitionTime": format_time(self._clock())})
+        status["conditions"] = conds
+        new["metadata"]["resourceVersion"] = self._next_rv()
+        self._objects[self._key(kinds.POD, pod_name, namespace)] = new
+        self._record(kinds.POD, "MODIFIED", new)
+
+    def watch(
+        self,
+        rt: ResourceType,
+        resource_version: str,
+        namespace: str | None = None,
+        timeout_seconds: float = 1.0,
+    ) -> Iterator[WatchEvent]:
+        since = int(resource_version or 0)
+        if since < self._history_floor:
+            raise Gone(f"too old resource version: {since} ({self._history_floor + 1})")
+        # History is ordered by rv: find the first event after `since`.
+        lo, hi = 0, len(self._history)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._history[mid][0] <= since:
+                lo = mid + 1
+            else:
+                hi = mid
+        for _, t, ev in self._history[lo:]:
+            if t is rt and (not namespace or (ev.object.get("metadata") or {}).get("namespace") == namespace):
+                yield WatchEvent(ev.type, copy.deepcopy(ev.object))
+
+    def close(self) -> None:
+        pass
+
+    # ---- embedded-only helpers -------------------------------------------------------------
+    @property
+    def resource_version(self) -> str:
+        return str(self._rv)
+
+    def compact(self) -> None:
+        """Forget the watch history (as etcd compaction would): older watches get Gone."""
+        self._history_floor = self._rv
+        self._history.clear()
+
+    def all_objects(self) -> builtins.list[Obj]:
+        """Every stored object, in dependency-then-name order."""
+        ordered = sorted(self._objects.items(), key=lambda kv: (kinds.order_index(kv[0][0]), kv[0][1], kv[0][2]))
+        return [copy.deepcopy(o) for _, o in ordered]
+
+    def peek(self, rt: ResourceType, name: str, namespace: str | None = None) -> Obj | None:
+        """The stored object itself, without a copy; callers must not mutate it."""
+        return self._objects.get(self._key(rt, name, namespace))
+
+    def iter_kind(self, rt: ResourceType) -> Iterator[Obj]:
+        """Stored objects of one kind without copies; callers must not mutate them."""
+        for (t, _, _), o in list(self._objects.items()):
+            if t is rt:
+                yield o
+
+    def _collect_garbage(self, owner: Obj) -> None:
+        """Background GC: delete dependents whose every owner is gone."""
+        owner_uid = owner["metadata"].get("uid")
+        for (t, ns, name), o in list(self._objects.items()):
+            refs = (o.get("metadata") or {}).get("ownerReferences") or []
+            if not refs or not any(r.get("uid") == owner_uid for r in refs):
+                continue
+            if all(not self._uid_exists(r.get("uid")) for r in refs) and (t, ns, name) in self._objects:
+                self.delete(t, name, ns or None, grace_period_seconds=0 if t is kinds.POD else None)
+
+    def _uid_exists(self, uid: str | None) -> bool:
+        return any(o["metadata"].get("uid") == uid for o in self._objects.values())
+
+
+def _graceful_seconds(rt: ResourceType, obj: Obj, requested: int | None) -> int:
+    """Pods on a node end gracefully (the kubelet finishes the delete); others go at once."""
+    if rt is not kinds.POD:
+        return 0
+    if not (obj.get("spec") or {}).get("nodeName"):
+        return 0
+    if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return 0
+    if requested is not None:
+        return requested
+    return int((obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+
+
+def _awaits_graceful_termination(rt: ResourceType, obj: Obj) -> bool:
+    return rt is kinds.POD and bool(obj["metadata"].get("deletionGracePeriodSeconds"))
+
+
+def _default_pod(pod: Obj) -> None:
+    """The defaults the API server applies to a new pod that our logic reads."""
+    spec = pod.setdefault("spec", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("priority", 0)
+    status = pod.setdefault("status", {})
+    status.setdefault("phase", "Pending")

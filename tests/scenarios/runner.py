@@ -1,0 +1,167 @@
+"""Scenario files: Kubernetes manifests in, final objects out, checked against an Expect block.
+
+A scenario is one multi-document YAML file. One document has
+``apiVersion: test.drasched.io/v1, kind: Scenario`` with ``description`` and ``expect``;
+every other document is an ordinary object. The objects run through ``drasched simulate``
+(the CLI entry point, as a user would run it) and the final state is compared.
+"""
+
+from __future__ import annotations
+
+import io
+from contextlib import redirect_stderr
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from drasched.cli import main as cli_main
+
+Obj = dict[str, Any]
+SCENARIO_API = "test.drasched.io/v1"
+
+
+@dataclass
+class Scenario:
+    path: Path
+    description: str
+    expect: dict[str, Any]
+    manifests: list[Obj]
+    exit_code: int = 0
+
+
+def load_scenario(path: Path) -> Scenario:
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    heads = [d for d in docs if d.get("apiVersion") == SCENARIO_API and d.get("kind") == "Scenario"]
+    assert len(heads) == 1, f"{path}: needs exactly one Scenario document"
+    head = heads[0]
+    return Scenario(path, head.get("description", ""), head.get("expect") or {},
+                    [d for d in docs if d is not head], int(head.get("exitCode", 0)))
+
+
+def run_scenario(scn: Scenario, tmp: Path) -> tuple[int, dict[str, Obj], str]:
+    """Run ``drasched simulate`` on the scenario's manifests; return (exit code, objects by key, stderr)."""
+    src = tmp / f"{scn.path.stem}.yaml"
+    src.write_text(yaml.safe_dump_all(scn.manifests, sort_keys=False))
+    out = tmp / f"{scn.path.stem}.out.yaml"
+    err = io.StringIO()
+    with redirect_stderr(err):
+        code = cli_main(["simulate", str(src), "--output", str(out), "--include-events"])
+    objects: dict[str, Obj] = {}
+    if out.exists():
+        for o in yaml.safe_load_all(out.read_text()):
+            if o:
+                md = o.get("metadata") or {}
+                ns = md.get("namespace")
+                objects[f"{o['kind']}:{ns + '/' if ns else ''}{md.get('name')}"] = o
+    return code, objects, err.getvalue()
+
+
+def _pod_scheduled_message(pod: Obj) -> str:
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return str(c.get("message", ""))
+    return ""
+
+
+def _device_key(d: Obj) -> tuple[str, str, str, str]:
+    return (d.get("request", ""), d.get("driver", ""), d.get("pool", ""), d.get("device", ""))
+
+
+def check_expectations(scn: Scenario, objects: dict[str, Obj]) -> list[str]:
+    """Compare the final objects with the scenario's ``expect`` block; return every mismatch."""
+    problems: list[str] = []
+    exp = scn.expect
+    for key, want in (exp.get("pods") or {}).items():
+        pod = objects.get(f"Pod:{key}")
+        if pod is None:
+            if want.get("absent"):
+                continue
+            problems.append(f"pod {key}: missing from the output")
+            continue
+        if want.get("absent"):
+            problems.append(f"pod {key}: expected to be gone, still present")
+            continue
+        node = (pod.get("spec") or {}).get("nodeName")
+        msg = _pod_scheduled_message(pod)
+        if "node" in want and node != want["node"]:
+            problems.append(f"pod {key}: expected on node {want['node']!r}, got {node!r} ({msg})")
+        if "nodeIn" in want and node not in want["nodeIn"]:
+            problems.append(f"pod {key}: expected on one of {want['nodeIn']}, got {node!r} ({msg})")
+        if "unschedulable" in want:
+            if node:
+                problems.append(f"pod {key}: expected unschedulable, got bound to {node!r}")
+            elif want["unschedulable"] not in msg:
+                problems.append(f"pod {key}: expected message containing {want['unschedulable']!r}, got {msg!r}")
+        if "phase" in want and (pod.get("status") or {}).get("phase") != want["phase"]:
+            problems.append(f"pod {key}: expected phase {want['phase']}, got {(pod.get('status') or {}).get('phase')}")
+        for path, value in (want.get("fields") or {}).items():
+            got = _dig(pod, path)
+            if got != value:
+                problems.append(f"pod {key}: {path} expected {value!r}, got {got!r}")
+    for key, want in (exp.get("claims") or {}).items():
+        claim = objects.get(f"ResourceClaim:{key}")
+        if claim is None:
+            if not want.get("absent"):
+                problems.append(f"claim {key}: missing from the output")
+            continue
+        if want.get("absent"):
+            problems.append(f"claim {key}: expected to be gone, still present")
+            continue
+        status = claim.get("status") or {}
+        alloc = status.get("allocation")
+        if "allocated" in want and bool(alloc) != bool(want["allocated"]):
+            problems.append(f"claim {key}: expected allocated={want['allocated']}, got {bool(alloc)}")
+        results = ((alloc or {}).get("devices") or {}).get("results") or []
+        if "devices" in want:
+            got_devs = sorted(_device_key(r) for r in results)
+            want_devs = sorted(_device_key(d) for d in want["devices"])
+            if got_devs != want_devs:
+                problems.append(f"claim {key}: expected devices {want_devs}, got {got_devs}")
+        if "deviceCount" in want and len(results) != want["deviceCount"]:
+            problems.append(f"claim {key}: expected {want['deviceCount']} devices, got {len(results)}")
+        if "reservedFor" in want:
+            got_res = sorted(r.get("name", "") for r in status.get("reservedFor") or [])
+            if got_res != sorted(want["reservedFor"]):
+                problems.append(f"claim {key}: expected reservedFor {sorted(want['reservedFor'])}, got {got_res}")
+        if "nodeSelectorNode" in want:
+            sel = str((alloc or {}).get("nodeSelector"))
+            if want["nodeSelectorNode"] not in sel:
+                problems.append(f"claim {key}: nodeSelector {sel} does not pin {want['nodeSelectorNode']}")
+        for path, value in (want.get("fields") or {}).items():
+            got = _dig(claim, path)
+            if got != value:
+                problems.append(f"claim {key}: {path} expected {value!r}, got {got!r}")
+    for key, want in (exp.get("objects") or {}).items():
+        obj = objects.get(key)
+        if obj is None:
+            if not want.get("absent"):
+                problems.append(f"{key}: missing from the output")
+            continue
+        if want.get("absent"):
+            problems.append(f"{key}: expected to be gone, still present")
+            continue
+        for path, value in (want.get("fields") or {}).items():
+            got = _dig(obj, path)
+            if got != value:
+                problems.append(f"{key}: {path} expected {value!r}, got {got!r}")
+    return problems
+
+
+def _dig(obj: Any, path: str) -> Any:
+    """Follow a dotted path; ``[n]`` indexes lists, ``[k=v]`` picks the list item whose k is v."""
+    cur = obj
+    for part in path.replace("[", ".[").split("."):
+        if not part:
+            continue
+        if part.startswith("["):
+            inner = part[1:-1]
+            if "=" in inner:
+                k, v = inner.split("=", 1)
+                cur = next((i for i in cur or [] if isinstance(i, dict) and str(i.get(k)) == v), None)
+            else:
+                cur = (cur or [None])[int(inner)] if isinstance(cur, list) and len(cur) > int(inner) else None
+        else:
+            cur = cur.get(part) if isinstance(cur, dict) else None
+    return cur
