@@ -68,6 +68,32 @@ def _report(result: object) -> None:
                 print(f"  pending {md.get('namespace')}/{md.get('name')}: {c.get('message')}", file=sys.stderr)
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import logging
+    import signal
+    import threading
+
+    from drasched.serve.leader import LeaderElector
+    from drasched.serve.main import _Health, build_controllers, run, start_http
+    from drasched.serve.metrics import Metrics
+    from drasched.store.kube import KubeStore
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    store = KubeStore.from_kubeconfig(args.kubeconfig)
+    metrics, health, stop = Metrics(), _Health(), threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    server = start_http(args.metrics_port, metrics, health, host=args.bind_address)
+    elector = LeaderElector(store, name=args.lease_name, namespace=args.lease_namespace) if args.leader_elect else None
+    try:
+        run(store, build_controllers(args.enable_claim_controller, args.config), metrics=metrics,
+            elector=elector, period=args.period, stop=stop, health=health)
+    finally:
+        server.shutdown()
+        store.close()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="drasched", description=__doc__)
     parser.add_argument("--version", action="version", version=f"drasched {__version__}")
@@ -82,6 +108,20 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=0, help="seed for generated names and uids")
     sim.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     sim.set_defaults(func=_cmd_simulate)
+
+    srv = sub.add_parser("serve", help="schedule pods with schedulerName drasched in a real cluster")
+    srv.add_argument("--kubeconfig", required=True, help="kubeconfig of the cluster")
+    srv.add_argument("--config", help="scheduler configuration (YAML)")
+    srv.add_argument("--enable-claim-controller", action="store_true",
+                     help="also run drasched's ResourceClaim controller (kube-controller-manager runs its own)")
+    srv.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
+                     help="hold a coordination.k8s.io Lease before scheduling (default: on)")
+    srv.add_argument("--lease-name", default="drasched")
+    srv.add_argument("--lease-namespace", default="kube-system")
+    srv.add_argument("--metrics-port", type=int, default=8080, help="port of /healthz and /metrics")
+    srv.add_argument("--bind-address", default="0.0.0.0")
+    srv.add_argument("--period", type=float, default=1.0, help="seconds between idle cycles")
+    srv.set_defaults(func=_cmd_serve)
     return parser
 
 

@@ -1,0 +1,2 @@
+"""``drasched serve``: the controllers against a real kube-apiserver, with leader election,
+health and Prometheus metrics."""
