@@ -77,6 +77,36 @@ def _where(sources: Sequence[str] | None, i: int) -> str:
     return f"{sources[i]}: " if sources else ""
 
 
+class Simulation:
+    """An embedded control plane that can be fed more objects between runs (benchmarks do)."""
+
+    def __init__(self, controllers: Sequence[Controller] | None = None, *, seed: int = 0) -> None:
+        self.clock = VirtualClock()
+        self.store = MemoryStore(clock=self.clock.now, seed=seed)
+        self.ctx = SimContext(self.store, self.clock)
+        self.controllers = list(controllers) if controllers is not None else default_controllers()
+        self.rounds = 0
+
+    def load(self, objects: Sequence[Obj], sources: Sequence[str] | None = None) -> None:
+        load_into(self.store, objects, sources)
+
+    def run(self, max_rounds: int = 100_000) -> bool:
+        """Run rounds until no controller has work left; False if ``max_rounds`` ran out first."""
+        for _ in range(max_rounds):
+            self.rounds += 1
+            progressed = False
+            for c in self.controllers:
+                if c.reconcile(self.ctx):
+                    progressed = True
+            if progressed:
+                continue
+            wake = self.ctx.next_wakeup()
+            if wake is None:
+                return True
+            self.clock.advance_to(wake)
+        return False
+
+
 def simulate(
     objects: Sequence[Obj],
     controllers: Sequence[Controller] | None = None,
@@ -86,28 +116,11 @@ def simulate(
     seed: int = 0,
 ) -> SimResult:
     """Run the embedded control plane over ``objects`` until nothing is left to do."""
-    clock = VirtualClock()
-    store = MemoryStore(clock=clock.now, seed=seed)
-    load_into(store, objects, sources)
-    ctx = SimContext(store, clock)
-    loops = list(controllers) if controllers is not None else default_controllers()
-    rounds = 0
-    quiescent = False
-    while rounds < max_rounds:
-        rounds += 1
-        progressed = False
-        for c in loops:
-            if c.reconcile(ctx):
-                progressed = True
-        if progressed:
-            continue
-        wake = ctx.next_wakeup()
-        if wake is None:
-            quiescent = True
-            break
-        clock.advance_to(wake)
-    result = SimResult(store, ctx, rounds, quiescent)
-    result.objects = [_for_output(o) for o in store.all_objects()]
+    sim = Simulation(controllers, seed=seed)
+    sim.load(objects, sources)
+    quiescent = sim.run(max_rounds)
+    result = SimResult(sim.store, sim.ctx, sim.rounds, quiescent)
+    result.objects = [_for_output(o) for o in sim.store.all_objects()]
     return result
 
 

@@ -1,0 +1,1 @@
+"""``drasched bench``: fixed workloads, measured side by side with upstream kube-scheduler."""
