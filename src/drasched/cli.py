@@ -94,6 +94,41 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from drasched.bench.workloads import DEFAULT_NODES, WORKLOADS
+
+    names = list(WORKLOADS) if args.workload == "all" else [args.workload]
+    if args.api_ceiling:
+        from drasched.bench.cluster import api_write_ceiling
+
+        print(api_write_ceiling(), flush=True)
+    cluster_results = []
+    for name in names:
+        nodes = args.nodes or DEFAULT_NODES[name]
+        workload = WORKLOADS[name](nodes)
+        if args.embedded:
+            from drasched.bench.embedded import run_embedded
+
+            print(run_embedded(workload, nodes).line(), flush=True)
+            continue
+        from drasched.bench.cluster import run_cluster
+
+        schedulers = ["drasched", "kube-scheduler"] if args.scheduler == "both" else [args.scheduler]
+        for sched in schedulers:
+            if sched == "kube-scheduler" and workload.drasched_only:
+                print(f"{name:<18} kube-scheduler     not run: the workload uses gangs and queues", flush=True)
+                continue
+            result = run_cluster(workload, sched, timeout=args.timeout)
+            cluster_results.append(result)
+            print(result.line(), flush=True)
+    if cluster_results:
+        from drasched.bench.cluster import summarize
+
+        for line in summarize(cluster_results):
+            print(line)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="drasched", description=__doc__)
     parser.add_argument("--version", action="version", version=f"drasched {__version__}")
@@ -122,6 +157,17 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--bind-address", default="0.0.0.0")
     srv.add_argument("--period", type=float, default=1.0, help="seconds between idle cycles")
     srv.set_defaults(func=_cmd_serve)
+
+    from drasched.bench.workloads import WORKLOADS
+
+    bench = sub.add_parser("bench", help="measure scheduling throughput on fixed workloads")
+    bench.add_argument("workload", choices=[*WORKLOADS, "all"])
+    bench.add_argument("--scheduler", choices=["drasched", "kube-scheduler", "both"], default="both")
+    bench.add_argument("--embedded", action="store_true", help="drasched alone on the in-memory store")
+    bench.add_argument("--nodes", type=int, help="cluster size (default: the workload's own)")
+    bench.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for the pods of one run")
+    bench.add_argument("--api-ceiling", action="store_true", help="also measure the API server's write ceiling")
+    bench.set_defaults(func=_cmd_bench)
     return parser
 
 

@@ -1,0 +1,282 @@
+"""Benchmark against a real kube-apiserver + etcd on loopback, drasched or upstream kube-scheduler.
+
+Measured as upstream's scheduler_perf throughput collector does: pods per second from
+creation to binding, sampled each second (average, p50/p90/p99), plus per-pod scheduling
+latency, the scheduler processes' CPU seconds and peak RSS.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from drasched.api import kinds
+from drasched.api.errors import AlreadyExists, Gone
+from drasched.bench.workloads import NAMESPACE, Workload
+from drasched.store.kube import KubeStore
+
+Obj = dict[str, Any]
+FEATURE_GATES = ("DRAExtendedResource=true,DRAPartitionableDevices=true,DRADeviceTaints=true,"
+                 "DRAConsumableCapacity=true,DRADeviceBindingConditions=true,DRAResourceClaimDeviceStatus=true,"
+                 "DRAAdminAccess=true,DRAPrioritizedList=true")
+WRITERS = 8
+
+
+@dataclass
+class ClusterResult:
+    workload: str
+    scheduler: str
+    measured: int
+    bound: int
+    seconds: float
+    per_second: list[int] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    cpu_seconds: float = 0.0
+    peak_rss_mib: float = 0.0
+
+    @property
+    def pods_per_second(self) -> float:
+        return self.bound / self.seconds if self.seconds > 0 else 0.0
+
+    def pct(self, values: list[float], p: float) -> float:
+        if not values:
+            return 0.0
+        ordered = sorted(values)
+        return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
+
+    def line(self) -> str:
+        ps = [float(v) for v in self.per_second]
+        return (f"{self.workload:<18} {self.scheduler:<15} bound {self.bound}/{self.measured} in {self.seconds:7.2f} s"
+                f"  avg {self.pods_per_second:7.1f} pods/s"
+                f"  per-second p50/p90/p99 {self.pct(ps, .5):.0f}/{self.pct(ps, .9):.0f}/{self.pct(ps, .99):.0f}"
+                f"  latency p50/p90/p99 {self.pct(self.latencies, .5):.2f}/{self.pct(self.latencies, .9):.2f}/"
+                f"{self.pct(self.latencies, .99):.2f} s  cpu {self.cpu_seconds:.1f} s  rss {self.peak_rss_mib:.0f} MiB")
+
+
+def _proc_stats(pid: int) -> tuple[float, float]:
+    """(cpu seconds, peak RSS MiB) of a live process, from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        cpu = (int(fields[11]) + int(fields[12])) / ticks
+        hwm = 0.0
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                hwm = int(line.split()[1]) / 1024
+        return cpu, hwm
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return 0.0, 0.0
+
+
+def _create_all(store: KubeStore, objects: list[Obj]) -> None:
+    def one(obj: Obj) -> None:
+        with contextlib.suppress(AlreadyExists):
+            store.create(obj)
+
+    with ThreadPoolExecutor(WRITERS) as pool:
+        list(pool.map(one, objects))
+
+
+def prepare_nodes(store: KubeStore, nodes: list[Obj]) -> None:
+    """Nodes without kubelets: clear the not-ready taint and mark them Ready with allocatable."""
+    def one(node: Obj) -> None:
+        name = node["metadata"]["name"]
+        current = store.get(kinds.NODE, name)
+        current.setdefault("spec", {})["taints"] = [
+            t for t in current["spec"].get("taints") or [] if not t.get("key", "").startswith("node.kubernetes.io/")
+        ]
+        store.update(current)
+        store.patch(kinds.NODE, name, None, {"status": node.get("status") or {}}, subresource="status")
+
+    with ThreadPoolExecutor(WRITERS) as pool:
+        list(pool.map(one, nodes))
+
+
+def setup_cluster(store: KubeStore, workload: Workload) -> None:
+    ordered = sorted(workload.cluster, key=lambda o: kinds.order_index(kinds.for_object(o)))
+    namespaces = [o for o in ordered if o["kind"] == "Namespace"]
+    _create_all(store, namespaces)
+    for ns in namespaces:
+        with contextlib.suppress(AlreadyExists):
+            store.create({"apiVersion": "v1", "kind": "ServiceAccount",
+                          "metadata": {"name": "default", "namespace": ns["metadata"]["name"]}})
+    rest = [o for o in ordered if o["kind"] != "Namespace"]
+    _create_all(store, rest)
+    prepare_nodes(store, [o for o in rest if o["kind"] == "Node"])
+
+
+class _BindWatcher:
+    """Records when each pod of the namespace is first seen bound (client-side clock)."""
+
+    def __init__(self, store: KubeStore) -> None:
+        self.store = store
+        self.bound_at: dict[str, float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        rv = self.store.list(kinds.POD, NAMESPACE).resource_version
+        while not self.stop.is_set():
+            try:
+                for ev in self.store.watch(kinds.POD, rv, NAMESPACE, timeout_seconds=5):
+                    rv = ev.object.get("metadata", {}).get("resourceVersion", rv)
+                    name = ev.object.get("metadata", {}).get("name")
+                    if (ev.object.get("spec") or {}).get("nodeName") and name not in self.bound_at:
+                        self.bound_at[name] = time.monotonic()
+            except Gone:
+                listed = self.store.list(kinds.POD, NAMESPACE)
+                rv = listed.resource_version
+                for p in listed.items:
+                    if (p.get("spec") or {}).get("nodeName"):
+                        self.bound_at.setdefault(p["metadata"]["name"], time.monotonic())
+            except Exception:  # connection reset while the cluster shuts down, or a transient error
+                if self.stop.is_set():
+                    return
+                time.sleep(0.2)
+
+
+def _start_scheduler(kind: str, kubeconfig: str, workdir: Path) -> list[subprocess.Popen[bytes]]:
+    log = open(workdir / f"{kind}.log", "wb")  # noqa: SIM115 - lives as long as the process
+    if kind == "drasched":
+        return [subprocess.Popen(
+            [sys.executable, "-m", "drasched.cli", "serve", "--kubeconfig", kubeconfig, "--enable-claim-controller",
+             "--no-leader-elect", "--metrics-port", "0", "--bind-address", "127.0.0.1", "--period", "0.05"],
+            stdout=log, stderr=subprocess.STDOUT)]
+    from drasched.testing.apiserver import KUBE_VERSION, REPO_ROOT, cache_dir
+
+    bin_dir = cache_dir() / f"kube-{KUBE_VERSION}" / "bin"
+    missing = [b for b in ("kube-scheduler", "kube-controller-manager") if not (bin_dir / b).exists()]
+    if missing:  # built once from the same Kubernetes version as the API server, then cached
+        subprocess.run([str(REPO_ROOT / "scripts" / "build-kube.sh"), *missing], check=True)
+    cfg = workdir / "kube-scheduler.yaml"
+    cfg.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        f"clientConnection: {{kubeconfig: {kubeconfig}, qps: 5000, burst: 5000}}\n"
+        "leaderElection: {leaderElect: false}\n"
+        "profiles:\n- schedulerName: default-scheduler\n"
+    )
+    scheduler = subprocess.Popen(
+        [str(bin_dir / "kube-scheduler"), f"--config={cfg}", f"--feature-gates={FEATURE_GATES}",
+         "--secure-port=0"],
+        stdout=log, stderr=subprocess.STDOUT)
+    kcm = subprocess.Popen(
+        [str(bin_dir / "kube-controller-manager"), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
+         "--controllers=resourceclaim-controller", f"--feature-gates={FEATURE_GATES}", "--secure-port=0",
+         "--kube-api-qps=5000", "--kube-api-burst=5000"],
+        stdout=log, stderr=subprocess.STDOUT)
+    return [scheduler, kcm]
+
+
+def _for_scheduler(pods: list[Obj], kind: str) -> list[Obj]:
+    name = "drasched" if kind == "drasched" else "default-scheduler"
+    out = copy.deepcopy(pods)
+    for p in out:
+        p["spec"]["schedulerName"] = name
+    return out
+
+
+def _wait_bound(watcher: _BindWatcher, names: set[str], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not names <= watcher.bound_at.keys():
+        time.sleep(0.1)
+
+
+def run_cluster(workload: Workload, scheduler: str, timeout: float = 600.0) -> ClusterResult:
+    """One workload, one scheduler, on a fresh API server."""
+    from drasched.testing.apiserver import LocalCluster
+
+    with LocalCluster() as cluster, tempfile.TemporaryDirectory(prefix="drasched-bench-") as tmp:
+        store = cluster.store()
+        setup_cluster(store, workload)
+        procs = _start_scheduler(scheduler, cluster.kubeconfig_path, Path(tmp))
+        watcher = _BindWatcher(store)
+        watcher.start()
+        try:
+            init = _for_scheduler(workload.init_pods, scheduler)
+            _create_all(store, init)
+            _wait_bound(watcher, {p["metadata"]["name"] for p in init}, timeout)
+            measured = _for_scheduler(workload.measured_pods, scheduler)
+            names = {p["metadata"]["name"] for p in measured}
+            created_at: dict[str, float] = {}
+
+            def create(p: Obj) -> None:
+                created_at[p["metadata"]["name"]] = time.monotonic()
+                store.create(p)
+
+            started = time.monotonic()
+            with ThreadPoolExecutor(WRITERS) as pool:
+                list(pool.map(create, measured))
+            _wait_bound(watcher, names, timeout)
+            bound = {n: t for n, t in watcher.bound_at.items() if n in names}
+            end = max(bound.values(), default=time.monotonic())
+            seconds = max(end - started, 1e-9)
+            per_second = [0] * (int(seconds) + 1)
+            for t in bound.values():
+                per_second[min(int(t - started), len(per_second) - 1)] += 1
+            latencies = [t - created_at[n] for n, t in bound.items() if n in created_at]
+            cpu = rss = 0.0
+            for p in procs:
+                c, r = _proc_stats(p.pid)
+                cpu += c
+                rss += r
+            return ClusterResult(workload.name, scheduler, len(measured), len(bound), seconds,
+                                 per_second, latencies, cpu, rss)
+        finally:
+            watcher.stop.set()
+            for p in procs:
+                p.terminate()
+            for p in procs:
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+
+
+def api_write_ceiling(count: int = 2000) -> str:
+    """Creates and bindings per second from a tight client: the physical limit on this machine."""
+    from drasched.testing.apiserver import LocalCluster
+
+    with LocalCluster() as cluster:
+        store = cluster.store()
+        _create_all(store, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}])
+        _create_all(store, [{"apiVersion": "v1", "kind": "ServiceAccount",
+                             "metadata": {"name": "default", "namespace": NAMESPACE}}])
+        store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"}})
+        pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": NAMESPACE},
+                 "spec": {"containers": [{"name": "c", "image": "pause"}]}} for i in range(count)]
+        t0 = time.monotonic()
+        _create_all(store, pods)
+        t1 = time.monotonic()
+        with ThreadPoolExecutor(WRITERS) as pool:
+            list(pool.map(lambda p: store.bind(NAMESPACE, p["metadata"]["name"], "n0"), pods))
+        t2 = time.monotonic()
+        return (f"API server write ceiling ({WRITERS} client threads): {count / (t1 - t0):.0f} pod creates/s, "
+                f"{count / (t2 - t1):.0f} bindings/s")
+
+
+def summarize(results: list[ClusterResult]) -> list[str]:
+    """The ratio drasched / kube-scheduler per workload."""
+    lines = []
+    by = {(r.workload, r.scheduler): r for r in results}
+    for wl in sorted({r.workload for r in results}):
+        d, k = by.get((wl, "drasched")), by.get((wl, "kube-scheduler"))
+        if d and k and k.pods_per_second > 0:
+            ratio = d.pods_per_second / k.pods_per_second
+            lines.append(f"{wl:<18} drasched/kube-scheduler throughput ratio {ratio:.2f}"
+                         f" (median latency {statistics.median(d.latencies or [0]):.2f} s vs "
+                         f"{statistics.median(k.latencies or [0]):.2f} s)")
+    return lines
