@@ -144,6 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     sim.set_defaults(func=_cmd_simulate)
 
+    from drasched.node.cli import register as register_driver
+
+    register_driver(sub)
+
     srv = sub.add_parser("serve", help="schedule pods with schedulerName drasched in a real cluster")
     srv.add_argument("--kubeconfig", required=True, help="kubeconfig of the cluster")
     srv.add_argument("--config", help="scheduler configuration (YAML)")

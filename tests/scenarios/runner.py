@@ -133,6 +133,8 @@ def check_expectations(scn: Scenario, objects: dict[str, Obj]) -> list[str]:
             got = _dig(claim, path)
             if got != value:
                 problems.append(f"claim {key}: {path} expected {value!r}, got {got!r}")
+    problems += _check_claims_by_prefix(exp.get("claimsByPrefix") or {}, objects)
+    problems += _check_events(exp.get("events") or [], objects)
     for key, want in (exp.get("objects") or {}).items():
         obj = objects.get(key)
         if obj is None:
@@ -146,6 +148,62 @@ def check_expectations(scn: Scenario, objects: dict[str, Obj]) -> list[str]:
             got = _dig(obj, path)
             if got != value:
                 problems.append(f"{key}: {path} expected {value!r}, got {got!r}")
+    return problems
+
+
+GENERATED_SUFFIX_LEN = 5  # generateName adds five random characters
+
+
+def _check_claims_by_prefix(spec: dict[str, Any], objects: dict[str, Obj]) -> list[str]:
+    """``claimsByPrefix: {ns/prefix: {count, fields}}``: claims named ``prefix`` + 5 random
+    characters, i.e. created with exactly that ``generateName``; ``fields`` hold for each."""
+    problems: list[str] = []
+    for key, want in spec.items():
+        ns, prefix = key.split("/", 1)
+        found = [o for k, o in objects.items()
+                 if k.startswith(f"ResourceClaim:{ns}/") and (name := k.split("/", 1)[1]).startswith(prefix)
+                 and len(name) == len(prefix) + GENERATED_SUFFIX_LEN]
+        if "count" in want and len(found) != want["count"]:
+            names = sorted(o["metadata"]["name"] for o in found)
+            problems.append(f"claims {key}*: expected {want['count']}, got {len(found)} {names}")
+        for claim in found:
+            for path, value in (want.get("fields") or {}).items():
+                got = _dig(claim, path)
+                if got != value:
+                    problems.append(f"claim {claim['metadata']['name']}: {path} expected {value!r}, got {got!r}")
+    return problems
+
+
+def _check_events(spec: list[dict[str, Any]], objects: dict[str, Obj]) -> list[str]:
+    """``events: [{object: Kind/ns/name, reason, type, messageContains, count, absent}]``.
+
+    ``object`` may end in ``*`` to match a generated name by prefix. Without ``count`` at
+    least one matching event must exist; ``absent: true`` asks for none.
+    """
+    problems: list[str] = []
+    evs = [o for k, o in objects.items() if k.startswith("Event:")]
+    for want in spec:
+        def matches(ev: Obj, want: dict[str, Any] = want) -> bool:
+            inv = ev.get("involvedObject") or {}
+            ref = f"{inv.get('kind')}/{inv.get('namespace', '')}/{inv.get('name')}"
+            target = str(want.get("object", ""))
+            if target and not (ref.startswith(target[:-1]) if target.endswith("*") else ref == target):
+                return False
+            if "reason" in want and ev.get("reason") != want["reason"]:
+                return False
+            if "type" in want and ev.get("type") != want["type"]:
+                return False
+            return str(want.get("messageContains", "")) in str(ev.get("message", ""))
+        n = sum(1 for ev in evs if matches(ev))
+        if want.get("absent"):
+            if n:
+                problems.append(f"event {want}: expected none, found {n}")
+        elif "count" in want:
+            if n != want["count"]:
+                problems.append(f"event {want}: expected {want['count']}, found {n}")
+        elif n == 0:
+            seen = sorted({f"{e.get('involvedObject', {}).get('name')}: {e.get('reason')}" for e in evs})
+            problems.append(f"event {want}: none found (events: {seen})")
     return problems
 
 

@@ -15,9 +15,16 @@ def build_default_controllers() -> list[Controller]:
     # 2. scheduler (one cycle per round)
     # 3. binder (carries out BindRequests)
     # 4. simulated kubelet (prepare, run, finish pods)
-    try:
-        from drasched.dra.minimal_pass import MinimalDraScheduler
-    except ImportError:  # the allocator lands in its own change
-        return controllers
-    controllers.append(MinimalDraScheduler())
+    from drasched.controllers.resourceclaim import ResourceClaimController
+
+    controllers.append(ResourceClaimController())
+    from drasched.scheduler.controller import SchedulerController
+
+    controllers.append(SchedulerController())
+    from drasched.binder import BinderController
+
+    controllers.append(BinderController())
+    from drasched.node.sim_kubelet import SimulatedKubelet
+
+    controllers.append(SimulatedKubelet())
     return controllers

@@ -76,8 +76,13 @@ class ClusterStore(Protocol):
         *,
         uid: str | None = None,
         resource_version: str | None = None,
+        grace_period_seconds: int | None = None,
     ) -> Obj | None:
-        """Delete; with finalizers the object stays with ``deletionTimestamp`` set and is returned."""
+        """Delete; with finalizers the object stays with ``deletionTimestamp`` set and is returned.
+
+        So does a pod bound to a node unless ``grace_period_seconds`` is 0: its kubelet
+        finishes the deletion (``deletionTimestamp`` is then the deadline, now + grace).
+        """
         ...
 
     def bind(self, namespace: str, pod_name: str, node_name: str, pod_uid: str | None = None) -> None:

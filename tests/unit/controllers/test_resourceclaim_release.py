@@ -1,0 +1,192 @@
+"""Release and deallocation (upstream syncClaim) and reservations for bound pods (reserveForPod)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from drasched.api import kinds
+from drasched.controllers.claimutil import DELETE_PROTECTION_FINALIZER, POD_CLAIM_ANNOTATION
+from drasched.controllers.resourceclaim import ResourceClaimController
+from drasched.node.sim_kubelet import SimulatedKubelet
+from drasched.sim.clock import DEFAULT_START
+from drasched.sim.context import SimContext
+from tests.unit.controllers.helpers import (
+    NS,
+    by_name,
+    claim,
+    events,
+    from_template,
+    get_claim,
+    get_pod,
+    must_claim,
+    new_ctx,
+    pod,
+    pod_ref,
+    settle,
+)
+
+
+def _set_phase(ctx: SimContext, name: str, phase: str) -> None:
+    ctx.store.patch(kinds.POD, name, NS, {"status": {"phase": phase}}, subresource="status")
+
+
+def test_pod_completion_releases_deallocates_and_deletes_its_generated_claim() -> None:
+    """Through the kubelet: Running once reserved, Succeeded after sim-duration, then the
+    claim is released, deallocated, unprotected and deleted (upstream: generated claims of a
+    done pod are deleted)."""
+    ctx = new_ctx()
+    p = ctx.store.create(pod("job", [from_template("gpu", "gpu")], node="node-a",
+                             annotations={"drasched.io/sim-duration": "1m30s"}))
+    c = ctx.store.create(claim("job-gpu-abcde", owner=p, annotations={POD_CLAIM_ANNOTATION: "gpu"},
+                               reserved=[pod_ref(p)]))
+    ctx.store.patch(kinds.POD, "job", NS, {"status": {"resourceClaimStatuses": [
+        {"name": "gpu", "resourceClaimName": c["metadata"]["name"]}]}}, subresource="status")
+    settle(ctx, [ResourceClaimController(), SimulatedKubelet()])
+
+    assert ctx.clock.now() == DEFAULT_START + timedelta(seconds=90)
+    done = get_pod(ctx, "job")
+    assert done["status"]["phase"] == "Succeeded"
+    assert done["status"]["startTime"] == "2026-01-01T00:00:00Z"
+    assert get_claim(ctx, "job-gpu-abcde") is None
+    assert [e["reason"] for e in events(ctx, name="job-gpu-abcde")] == ["Released", "Deallocated",
+                                                                        "DeletedResourceClaim"]
+    assert events(ctx, "Released")[0]["message"] == "released for pod job: pod Succeeded"
+
+
+def test_shared_claim_stays_allocated_while_another_pod_uses_it() -> None:
+    ctx = new_ctx()
+    a = ctx.store.create(pod("a", [by_name("gpu", "shared")], node="node-a"))
+    b = ctx.store.create(pod("b", [by_name("gpu", "shared")], node="node-a"))
+    ctx.store.create(claim("shared", reserved=[pod_ref(a), pod_ref(b)]))
+    ctrl = ResourceClaimController()
+    settle(ctx, [ctrl])
+    _set_phase(ctx, "a", "Failed")
+    settle(ctx, [ctrl])
+    c = get_claim(ctx, "shared")
+    assert c is not None
+    assert c["status"]["reservedFor"] == [pod_ref(b)]
+    assert c["status"]["allocation"]
+    assert c["metadata"]["finalizers"] == [DELETE_PROTECTION_FINALIZER]
+    assert not events(ctx, "Deallocated")
+    # The last user finishing frees it; a user-created claim is not deleted.
+    _set_phase(ctx, "b", "Succeeded")
+    settle(ctx, [ctrl])
+    c = get_claim(ctx, "shared")
+    assert c is not None
+    assert "allocation" not in c["status"] and "reservedFor" not in c["status"]
+    assert "finalizers" not in c["metadata"]
+
+
+def test_bound_pod_being_deleted_keeps_its_devices_until_the_kubelet_finishes_it() -> None:
+    """Never release a device a live consumer holds: a graceful deletion of a bound pod
+    leaves containers running until the kubelet force-deletes it (upstream isPodDone)."""
+    ctx = new_ctx()
+    p = ctx.store.create(pod("p", [by_name("gpu", "c")], node="node-a"))
+    ctx.store.create(claim("c", reserved=[pod_ref(p)]))
+    ctrl = ResourceClaimController()
+    settle(ctx, [ctrl])
+    ctx.store.delete(kinds.POD, "p", NS)
+    assert get_pod(ctx, "p")["metadata"]["deletionTimestamp"]
+    settle(ctx, [ctrl])
+    assert must_claim(ctx, "c")["status"]["reservedFor"] == [pod_ref(p)]
+    settle(ctx, [ctrl, SimulatedKubelet()])
+    assert ctx.store.peek(kinds.POD, "p", NS) is None
+    assert "allocation" not in must_claim(ctx, "c")["status"]
+
+
+def test_unscheduled_deleted_pod_and_replaced_pod_release_at_once() -> None:
+    ctx = new_ctx()
+    gone = ctx.store.create(pod("gone", [by_name("gpu", "c")]))
+    old = ctx.store.create(pod("same-name", [by_name("gpu", "c")]))
+    stale = pod_ref(old)
+    ctx.store.delete(kinds.POD, "gone", NS)
+    ctx.store.delete(kinds.POD, "same-name", NS)
+    ctx.store.create(pod("same-name", [by_name("gpu", "c")]))
+    ctx.store.create(claim("c", reserved=[pod_ref(gone), stale]))
+    settle(ctx, [ResourceClaimController()])
+    c = get_claim(ctx, "c")
+    assert c is not None and "reservedFor" not in c["status"] and "allocation" not in c["status"]
+    messages = sorted(e["message"] for e in events(ctx, "Released"))
+    assert messages == ["released for pod gone: pod is gone",
+                        "released for pod same-name: pod was replaced by a new one with the same name"]
+
+
+def test_claim_deleted_while_allocated_but_unused_is_unblocked() -> None:
+    ctx = new_ctx()
+    ctx.store.create(claim("c"))
+    ctx.store.delete(kinds.RESOURCE_CLAIM, "c", NS)
+    assert get_claim(ctx, "c") is not None  # held by the delete-protection finalizer
+    settle(ctx, [ResourceClaimController()])
+    assert get_claim(ctx, "c") is None
+    assert len(events(ctx, "Deallocated", "c")) == 1
+
+
+def test_finalizer_of_an_unreserved_claim_is_left_alone() -> None:
+    """The binder adds the finalizer before it writes the allocation; removing it in
+    between would let the claim be deleted while allocated (upstream only removes it on
+    the used -> unused transition or during deletion)."""
+    ctx = new_ctx()
+    ctx.store.create(claim("c", allocated=False))
+    ctx.store.create(claim("d"))  # allocated, never reserved: not "was used", so kept
+    settle(ctx, [ResourceClaimController()])
+    assert must_claim(ctx, "c")["metadata"]["finalizers"] == [DELETE_PROTECTION_FINALIZER]
+    assert must_claim(ctx, "d")["status"]["allocation"]
+
+
+def test_bound_pod_gets_its_allocated_claim_reserved() -> None:
+    """Upstream syncPod/reserveForPod: a pod bound by hand (spec.nodeName) is added."""
+    ctx = new_ctx()
+    p = ctx.store.create(pod("p", [by_name("gpu", "c")], node="node-a"))
+    ctx.store.create(claim("c"))
+    ctx.store.create(pod("unbound", [by_name("gpu", "c")]))
+    settle(ctx, [ResourceClaimController()])
+    assert must_claim(ctx, "c")["status"]["reservedFor"] == [pod_ref(p)]
+
+
+def test_257_pods_on_a_plain_claim_stop_at_256_and_point_to_group_claims() -> None:
+    """reservedFor holds at most 256 entries: the 257th bound pod is not reserved, does not
+    start, and is told to use a group claim. (Its placement is the scheduler's part.)"""
+    ctx = new_ctx()
+    ctx.store.create(claim("shared"))
+    for i in range(257):
+        ctx.store.create(pod(f"p{i:03d}", [by_name("gpu", "shared")], node="node-a"))
+    settle(ctx, [ResourceClaimController(), SimulatedKubelet()])
+    c = get_claim(ctx, "shared")
+    assert c is not None and len(c["status"]["reservedFor"]) == 256
+    phases = [get_pod(ctx, f"p{i:03d}")["status"]["phase"] for i in range(257)]
+    assert phases.count("Running") == 256
+    (left,) = [f"p{i:03d}" for i, ph in enumerate(phases) if ph == "Pending"]
+    (warning,) = events(ctx, "ResourceClaimReservedForFull")
+    assert warning["involvedObject"]["name"] == left
+    assert "PodGroup's spec.resourceClaims" in warning["message"]
+
+
+def test_an_api_error_on_one_object_does_not_stop_the_others() -> None:
+    """Bad input never crashes the loop: the failing object gets a Warning, the rest go on."""
+    from drasched.api.errors import ApiError
+
+    class FlakyStore:
+        def __init__(self, inner: object) -> None:
+            self.inner = inner
+
+        def __getattr__(self, attr: str) -> object:
+            return getattr(self.inner, attr)
+
+        def update_status(self, obj: dict) -> dict:
+            if obj["metadata"]["name"] == "broken":
+                raise ApiError("etcdserver: request timed out", 500)
+            return self.inner.update_status(obj)  # type: ignore[attr-defined]
+
+    ctx = new_ctx()
+    gone = ctx.store.create(pod("gone"))
+    ctx.store.delete(kinds.POD, "gone", NS)
+    ctx.store.create(claim("broken", reserved=[pod_ref(gone)]))
+    ctx.store.create(claim("fine", device="gpu-1", reserved=[pod_ref(gone)]))
+    flaky = new_ctx()
+    flaky.store, flaky.clock = FlakyStore(ctx.store), ctx.clock  # type: ignore[assignment]
+    ctrl = ResourceClaimController()
+    ctrl.reconcile(flaky)
+    assert "allocation" not in must_claim(ctx, "fine")["status"]
+    assert must_claim(ctx, "broken")["status"]["allocation"]
+    (warning,) = events(ctx, "ResourceClaimControllerError", "broken")
+    assert warning["message"].startswith("etcdserver: request timed out")

@@ -1,0 +1,144 @@
+"""The simulated kubelet: start when claims are ready, finish after sim-duration, force delete."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from drasched.api import kinds
+from drasched.node.sim_kubelet import SimulatedKubelet, parse_go_duration
+from drasched.sim.clock import DEFAULT_START
+from tests.unit.controllers.helpers import (
+    NS,
+    by_name,
+    claim,
+    events,
+    get_pod,
+    new_ctx,
+    pod,
+    pod_ref,
+    settle,
+)
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("90s", 90), ("5m", 300), ("1h30m", 5400), ("1.5h", 5400), ("300ms", 0.3), ("2h45m30.5s", 9930.5),
+    ("0", 0), ("-1m", -60), ("1us", 1e-6), ("1µs", 1e-6), ("10ns", 1e-8),
+])
+def test_parse_go_duration(text: str, seconds: float) -> None:
+    assert parse_go_duration(text) == timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize("text", ["", "5", "1d", "m", "1h 30m", "1..5h", "abc", "+"])
+def test_parse_go_duration_rejects(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_go_duration(text)
+
+
+def test_bound_pod_without_claims_runs_and_unbound_pod_waits() -> None:
+    ctx = new_ctx()
+    ctx.store.create(pod("bound", node="node-a", containers=2))
+    ctx.store.create(pod("unbound"))
+    settle(ctx, [SimulatedKubelet()])
+    bound = get_pod(ctx, "bound")["status"]
+    assert bound["phase"] == "Running"
+    assert bound["startTime"] == "2026-01-01T00:00:00Z"
+    ready = {c["type"]: c["status"] for c in bound["conditions"]}
+    assert ready["Ready"] == "True" and ready["ContainersReady"] == "True"
+    assert [cs["name"] for cs in bound["containerStatuses"]] == ["c0", "c1"]
+    assert get_pod(ctx, "unbound")["status"]["phase"] == "Pending"
+
+
+@pytest.mark.parametrize(("claim_kwargs", "reserve"), [
+    ({"allocated": False}, True),  # not allocated
+    ({}, False),  # allocated but not reserved for the pod
+])
+def test_pod_waits_until_its_claim_is_allocated_and_reserved(claim_kwargs: dict[str, Any], reserve: bool) -> None:
+    ctx = new_ctx()
+    p = ctx.store.create(pod("p", [by_name("gpu", "c")], node="node-a"))
+    ctx.store.create(claim("c", reserved=[pod_ref(p)] if reserve else [], **claim_kwargs))
+    kubelet = SimulatedKubelet()
+    settle(ctx, [kubelet])
+    assert get_pod(ctx, "p")["status"]["phase"] == "Pending"
+    ctx.store.patch(kinds.RESOURCE_CLAIM, "c", NS, {"status": {
+        "allocation": claim("x")["status"]["allocation"], "reservedFor": [pod_ref(p)]}}, subresource="status")
+    settle(ctx, [kubelet])
+    assert get_pod(ctx, "p")["status"]["phase"] == "Running"
+
+
+def test_pod_waits_for_a_template_claim_that_is_not_created() -> None:
+    ctx = new_ctx()
+    ctx.store.create(pod("p", [{"name": "gpu", "resourceClaimTemplateName": "t"}], node="node-a"))
+    settle(ctx, [SimulatedKubelet()])
+    assert get_pod(ctx, "p")["status"]["phase"] == "Pending"
+
+
+def test_sim_duration_completes_in_virtual_time() -> None:
+    ctx = new_ctx()
+    ctx.store.create(pod("short", node="node-a", annotations={"drasched.io/sim-duration": "90s"}))
+    ctx.store.create(pod("long", node="node-a", annotations={"drasched.io/sim-duration": "1h30m"}))
+    ctx.store.create(pod("forever", node="node-a"))
+    settle(ctx, [SimulatedKubelet()])
+    assert ctx.clock.now() == DEFAULT_START + timedelta(hours=1, minutes=30)
+    for name in ("short", "long"):
+        status = get_pod(ctx, name)["status"]
+        assert status["phase"] == "Succeeded"
+        terminated = status["containerStatuses"][0]["state"]["terminated"]
+        assert terminated["reason"] == "Completed" and terminated["exitCode"] == 0
+    assert get_pod(ctx, "short")["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] == \
+        "2026-01-01T00:01:30Z"
+    assert get_pod(ctx, "forever")["status"]["phase"] == "Running"
+
+
+def test_invalid_sim_duration_warns_and_keeps_running() -> None:
+    ctx = new_ctx()
+    ctx.store.create(pod("p", node="node-a", annotations={"drasched.io/sim-duration": "ten minutes"}))
+    settle(ctx, [SimulatedKubelet()])
+    assert get_pod(ctx, "p")["status"]["phase"] == "Running"
+    (warning,) = events(ctx, "InvalidSimDuration", "p")
+    assert warning["type"] == "Warning" and "ten minutes" in warning["message"]
+
+
+def test_terminating_pod_is_force_deleted() -> None:
+    ctx = new_ctx()
+    ctx.store.create(pod("p", node="node-a"))
+    kubelet = SimulatedKubelet()
+    settle(ctx, [kubelet])
+    ctx.store.delete(kinds.POD, "p", NS)
+    assert ctx.store.peek(kinds.POD, "p", NS) is not None  # graceful: the kubelet must finish it
+    settle(ctx, [kubelet])
+    assert ctx.store.peek(kinds.POD, "p", NS) is None
+
+
+def test_prepare_hook_failure_keeps_the_pod_pending_with_an_event() -> None:
+    class FailingKubelet(SimulatedKubelet):
+        def _prepare(self, pod: dict[str, Any], claims: list[dict[str, Any]]) -> str | None:
+            return f"driver gpu.example.com: cannot prepare {len(claims)} claim(s)"
+
+    ctx = new_ctx()
+    p = ctx.store.create(pod("p", [by_name("gpu", "c")], node="node-a"))
+    ctx.store.create(claim("c", reserved=[pod_ref(p)]))
+    kubelet = FailingKubelet()
+    settle(ctx, [kubelet])
+    settle(ctx, [kubelet])
+    assert get_pod(ctx, "p")["status"]["phase"] == "Pending"
+    (warning,) = events(ctx, "FailedPrepareDynamicResources", "p")
+    assert warning["message"] == "driver gpu.example.com: cannot prepare 1 claim(s)"
+
+
+def test_extended_resource_claim_must_be_reserved_before_start() -> None:
+    """KEP-5004: the binder's extended-resource claim is one of the pod's claims too."""
+    ctx = new_ctx()
+    p = ctx.store.create(pod("p", node="node-a"))
+    ctx.store.patch(kinds.POD, "p", NS, {"status": {"extendedResourceClaimStatus": {
+        "resourceClaimName": "p-extended-resources-abcde", "requestMappings": []}}}, subresource="status")
+    ctx.store.create(claim("p-extended-resources-abcde", owner=p))
+    kubelet = SimulatedKubelet()
+    settle(ctx, [kubelet])
+    assert get_pod(ctx, "p")["status"]["phase"] == "Pending"
+    ctx.store.patch(kinds.RESOURCE_CLAIM, "p-extended-resources-abcde", NS,
+                    {"status": {"reservedFor": [pod_ref(p)]}}, subresource="status")
+    settle(ctx, [kubelet])
+    assert get_pod(ctx, "p")["status"]["phase"] == "Running"
