@@ -24,7 +24,7 @@ log = logging.getLogger("drasched")
 
 def build_controllers(enable_claim_controller: bool = False, config_path: str | None = None) -> list[Controller]:
     """The control loops a cluster deployment runs (kube-controller-manager owns claims by default)."""
-    from drasched.binder.binder import BinderController
+    from drasched.binder import BinderController
     from drasched.scheduler.controller import SchedulerController
 
     controllers: list[Controller] = []
