@@ -63,7 +63,7 @@ def load_into(store: MemoryStore, objects: Sequence[Obj], sources: Sequence[str]
         indexed.append((rank, i, obj))
     for _, i, obj in sorted(indexed, key=lambda t: (t[0], t[1])):
         try:
-            store.create(obj)
+            store.restore(obj)
         except ApiError as exc:
             md = obj.get("metadata") or {}
             obj_ns = md.get("namespace") or ""

@@ -1,7 +1,7 @@
 """The ClusterStore contract.
 
 Both implementations (``memory`` for embedded mode, ``kube`` for a real kube-apiserver)
-pass one contract test suite (tests/unit/test_store_contract.py). Objects are wire-form
+pass one contract test suite (tests/contract/test_store_contract.py). Objects are wire-form
 dicts; every method returns fresh copies the caller may mutate.
 """
 

@@ -11,7 +11,7 @@ import copy
 import random
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from drasched.api import kinds, validation
@@ -120,11 +120,19 @@ class MemoryStore:
         if rt.group or rt is kinds.POD:
             md.setdefault("generation", 1)
         md["resourceVersion"] = self._next_rv()
-        if rt is kinds.POD:
-            _default_pod(obj)
+        _reset_status_on_create(rt, obj)
         self._objects[key] = obj
         self._record(rt, "ADDED", obj)
         return copy.deepcopy(obj)
+
+    def restore(self, obj: Obj) -> Obj:
+        """Create ``obj`` with the status it carries, as a backup/restore tool writes it:
+        create, then the status subresource (create alone resets status as the server does)."""
+        created = self.create(obj)
+        if obj.get("status") and created.get("status") != obj["status"]:
+            created["status"] = obj["status"]
+            created = self.update_status(created)
+        return created
 
     def get(self, rt: ResourceType, name: str, namespace: str | None = None) -> Obj:
         return copy.deepcopy(self._require(rt, name, namespace))
@@ -169,6 +177,13 @@ class MemoryStore:
             if not rt.has_status:
                 raise NotFound(f"the server could not find the requested resource ({rt.plural}/status)")
             merged = copy.deepcopy(current)
+            if rt is kinds.POD:
+                # A pod's status write keeps metadata changes (no ResetObjectMetaForStatus upstream).
+                for field in ("labels", "annotations"):
+                    if field in new.get("metadata", {}):
+                        merged["metadata"][field] = new["metadata"][field]
+                    else:
+                        merged["metadata"].pop(field, None)
             if "status" in new:
                 merged["status"] = new["status"]
             else:
@@ -239,19 +254,24 @@ class MemoryStore:
         current = self._require(rt, name, namespace)
         cmd = current["metadata"]
         if uid and uid != cmd["uid"]:
-            raise Conflict(f"Precondition failed: UID in precondition: {uid}, UID in object meta: {cmd['uid']}",
-                           rt.kind, name)
+            raise Conflict(f'Operation cannot be fulfilled on {rt.kind} "{name}": the UID in the precondition '
+                           f"({uid}) does not match the UID in record ({cmd['uid']}). The object might have "
+                           "been deleted and then recreated", rt.kind, name)
         if resource_version and resource_version != cmd["resourceVersion"]:
-            raise Conflict(f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
-                           f"ResourceVersion in object meta: {cmd['resourceVersion']}", rt.kind, name)
+            raise Conflict(f'Operation cannot be fulfilled on {rt.kind} "{name}": the ResourceVersion in the '
+                           f"precondition ({resource_version}) does not match the ResourceVersion in record "
+                           f"({cmd['resourceVersion']}). The object might have been modified", rt.kind, name)
         key = self._key(rt, name, namespace)
         graceful = _graceful_seconds(rt, current, grace_period_seconds)
         if cmd.get("finalizers") or graceful:
             # Finalizers or a graceful pod termination keep the object, marked as deleting.
             if not cmd.get("deletionTimestamp"):
-                cmd["deletionTimestamp"] = format_time(self._clock())
+                # the deadline: now + grace period (now for finalizer-only waits)
+                cmd["deletionTimestamp"] = format_time(self._clock() + timedelta(seconds=graceful))
                 if rt is kinds.POD:
                     cmd["deletionGracePeriodSeconds"] = graceful
+                    if graceful and "generation" in cmd:
+                        cmd["generation"] = int(cmd["generation"]) + 1
                 cmd["resourceVersion"] = self._next_rv()
                 self._record(rt, "MODIFIED", current)
             return copy.deepcopy(current)
@@ -368,6 +388,21 @@ def _graceful_seconds(rt: ResourceType, obj: Obj, requested: int | None) -> int:
 
 def _awaits_graceful_termination(rt: ResourceType, obj: Obj) -> bool:
     return rt is kinds.POD and bool(obj["metadata"].get("deletionGracePeriodSeconds"))
+
+
+def _reset_status_on_create(rt: ResourceType, obj: Obj) -> None:
+    """What the server's create strategies do with a status sent on create.
+
+    Nodes keep it (a kubelet registers its node with status); pods start Pending; claims
+    start with an empty status; everything else with a status subresource starts without.
+    """
+    if rt is kinds.POD:
+        obj.pop("status", None)
+        _default_pod(obj)
+    elif rt is kinds.RESOURCE_CLAIM:
+        obj["status"] = {}
+    elif rt.has_status and rt is not kinds.NODE:
+        obj.pop("status", None)
 
 
 def _default_pod(pod: Obj) -> None:

@@ -43,10 +43,10 @@ def _group(ctx: SimContext, name: str = "g") -> dict:
 
 def test_group_template_claim_is_created_once_and_owned_by_the_group() -> None:
     ctx = new_ctx()
-    ctx.store.create(template("gpu"))
-    g = ctx.store.create(podgroup("g", [from_template("shared", "gpu")]))
+    ctx.store.restore(template("gpu"))
+    g = ctx.store.restore(podgroup("g", [from_template("shared", "gpu")]))
     for i in range(3):
-        ctx.store.create(pod(f"w{i}", [from_template("shared", "gpu")], group="g"))
+        ctx.store.restore(pod(f"w{i}", [from_template("shared", "gpu")], group="g"))
     settle(ctx, [ResourceClaimController()])
     (c,) = claims_in(ctx)
     md = c["metadata"]
@@ -64,10 +64,10 @@ def test_group_template_claim_is_created_once_and_owned_by_the_group() -> None:
 
 def test_entry_with_another_template_is_the_pods_own_claim() -> None:
     ctx = new_ctx()
-    ctx.store.create(template("gpu"))
-    ctx.store.create(template("other"))
-    ctx.store.create(podgroup("g", [from_template("shared", "gpu")]))
-    ctx.store.create(pod("w", [from_template("shared", "other")], group="g"))
+    ctx.store.restore(template("gpu"))
+    ctx.store.restore(template("other"))
+    ctx.store.restore(podgroup("g", [from_template("shared", "gpu")]))
+    ctx.store.restore(pod("w", [from_template("shared", "other")], group="g"))
     settle(ctx, [ResourceClaimController()])
     owners = sorted(c["metadata"]["ownerReferences"][0]["kind"] for c in claims_in(ctx))
     assert owners == ["Pod", "PodGroup"]
@@ -77,14 +77,14 @@ def test_5000_pods_share_one_group_claim_with_one_reservation() -> None:
     """The seed's point: one reservedFor entry for the whole group, however many pods.
     (Placing 5,000 pods is the scheduler's test; here they are bound by hand.)"""
     ctx = new_ctx()
-    ctx.store.create(template("gpu"))
-    g = ctx.store.create(podgroup("g", [from_template("shared", "gpu")]))
+    ctx.store.restore(template("gpu"))
+    g = ctx.store.restore(podgroup("g", [from_template("shared", "gpu")]))
     ctrl, kubelet = ResourceClaimController(), SimulatedKubelet()
     settle(ctx, [ctrl])
     (c,) = claims_in(ctx)
     _allocate(ctx, c["metadata"]["name"])
     for i in range(5000):
-        ctx.store.create(pod(f"w{i:04d}", [from_template("shared", "gpu")], group="g", node=f"node-{i % 50}"))
+        ctx.store.restore(pod(f"w{i:04d}", [from_template("shared", "gpu")], group="g", node=f"node-{i % 50}"))
     started = time.monotonic()
     settle(ctx, [ctrl, kubelet])
     assert time.monotonic() - started < 60
@@ -96,14 +96,14 @@ def test_5000_pods_share_one_group_claim_with_one_reservation() -> None:
 
 def test_group_deletion_waits_for_its_pods_then_releases_and_cleans_up() -> None:
     ctx = new_ctx()
-    ctx.store.create(template("gpu"))
-    g = ctx.store.create(podgroup("g", [from_template("shared", "gpu")]))
+    ctx.store.restore(template("gpu"))
+    g = ctx.store.restore(podgroup("g", [from_template("shared", "gpu")]))
     ctrl = ResourceClaimController()
     settle(ctx, [ctrl])
     (c,) = claims_in(ctx)
     name = c["metadata"]["name"]
     _allocate(ctx, name)
-    ctx.store.create(pod("w", [from_template("shared", "gpu")], group="g", node="node-a"))
+    ctx.store.restore(pod("w", [from_template("shared", "gpu")], group="g", node="node-a"))
     settle(ctx, [ctrl])
     assert must_claim(ctx, name)["status"]["reservedFor"] == [group_ref(g)]
     assert _group(ctx)["metadata"]["finalizers"] == [GROUP_CLAIM_FINALIZER]
@@ -128,10 +128,10 @@ def test_orphaned_group_reservation_is_removed() -> None:
     """The seed's orphan cleanup: a reservedFor entry naming a PodGroup that no longer
     exists (or was recreated under a new uid) is removed and the claim deallocated."""
     ctx = new_ctx()
-    ctx.store.create(claim("gone", reserved=[{"apiGroup": "scheduling.drasched.io", "resource": "podgroups",
+    ctx.store.restore(claim("gone", reserved=[{"apiGroup": "scheduling.drasched.io", "resource": "podgroups",
                                               "name": "deleted", "uid": "0000-old"}]))
-    ctx.store.create(podgroup("recreated"))
-    ctx.store.create(claim("replaced", device="gpu-1", reserved=[{
+    ctx.store.restore(podgroup("recreated"))
+    ctx.store.restore(claim("replaced", device="gpu-1", reserved=[{
         "apiGroup": "scheduling.drasched.io", "resource": "podgroups", "name": "recreated", "uid": "0000-old"}]))
     settle(ctx, [ResourceClaimController()])
     for name in ("gone", "replaced"):
@@ -143,7 +143,7 @@ def test_orphaned_group_reservation_is_removed() -> None:
 def test_unknown_consumer_kind_is_kept_with_a_warning() -> None:
     ctx = new_ctx()
     ref = {"apiGroup": "batch", "resource": "jobs", "name": "j", "uid": "1"}
-    ctx.store.create(claim("c", reserved=[ref]))
+    ctx.store.restore(claim("c", reserved=[ref]))
     ctrl = ResourceClaimController()
     settle(ctx, [ctrl])
     settle(ctx, [ctrl])
@@ -153,7 +153,7 @@ def test_unknown_consumer_kind_is_kept_with_a_warning() -> None:
 
 def test_known_non_pod_consumer_that_is_gone_is_removed() -> None:
     ctx = new_ctx()
-    ctx.store.create(claim("c", reserved=[{"apiGroup": "scheduling.drasched.io", "resource": "bindrequests",
+    ctx.store.restore(claim("c", reserved=[{"apiGroup": "scheduling.drasched.io", "resource": "bindrequests",
                                            "name": "br", "uid": "1"}]))
     settle(ctx, [ResourceClaimController()])
     assert "reservedFor" not in must_claim(ctx, "c")["status"]
@@ -161,11 +161,11 @@ def test_known_non_pod_consumer_that_is_gone_is_removed() -> None:
 
 def test_group_with_more_than_four_claims_gets_a_condition_and_no_claims() -> None:
     ctx = new_ctx()
-    ctx.store.create(template("gpu"))
+    ctx.store.restore(template("gpu"))
     entries = [from_template(f"c{i}", "gpu") for i in range(5)]
-    ctx.store.create(podgroup("g", entries))
-    ctx.store.create(pod("w", entries[:1], group="g"))
-    ctx.store.create(pod("solo", [from_template("own", "gpu")]))  # unaffected
+    ctx.store.restore(podgroup("g", entries))
+    ctx.store.restore(pod("w", entries[:1], group="g"))
+    ctx.store.restore(pod("solo", [from_template("own", "gpu")]))  # unaffected
     settle(ctx, [ResourceClaimController()])
     cond = get_condition(_group(ctx), "ResourceClaimsValid")
     assert cond is not None
@@ -184,10 +184,10 @@ def test_group_with_more_than_four_claims_gets_a_condition_and_no_claims() -> No
 
 def test_group_named_claim_is_reserved_for_the_group_not_the_pods() -> None:
     ctx = new_ctx()
-    g = ctx.store.create(podgroup("g", [by_name("data", "dataset")]))
-    ctx.store.create(claim("dataset"))
+    g = ctx.store.restore(podgroup("g", [by_name("data", "dataset")]))
+    ctx.store.restore(claim("dataset"))
     for i in range(3):
-        ctx.store.create(pod(f"w{i}", [by_name("data", "dataset")], group="g", node="node-a"))
+        ctx.store.restore(pod(f"w{i}", [by_name("data", "dataset")], group="g", node="node-a"))
     settle(ctx, [ResourceClaimController(), SimulatedKubelet()])
     assert must_claim(ctx, "dataset")["status"]["reservedFor"] == [group_ref(g)]
     assert all(get_pod(ctx, f"w{i}")["status"]["phase"] == "Running" for i in range(3))

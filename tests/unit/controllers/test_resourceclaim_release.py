@@ -35,9 +35,9 @@ def test_pod_completion_releases_deallocates_and_deletes_its_generated_claim() -
     claim is released, deallocated, unprotected and deleted (upstream: generated claims of a
     done pod are deleted)."""
     ctx = new_ctx()
-    p = ctx.store.create(pod("job", [from_template("gpu", "gpu")], node="node-a",
+    p = ctx.store.restore(pod("job", [from_template("gpu", "gpu")], node="node-a",
                              annotations={"drasched.io/sim-duration": "1m30s"}))
-    c = ctx.store.create(claim("job-gpu-abcde", owner=p, annotations={POD_CLAIM_ANNOTATION: "gpu"},
+    c = ctx.store.restore(claim("job-gpu-abcde", owner=p, annotations={POD_CLAIM_ANNOTATION: "gpu"},
                                reserved=[pod_ref(p)]))
     ctx.store.patch(kinds.POD, "job", NS, {"status": {"resourceClaimStatuses": [
         {"name": "gpu", "resourceClaimName": c["metadata"]["name"]}]}}, subresource="status")
@@ -55,9 +55,9 @@ def test_pod_completion_releases_deallocates_and_deletes_its_generated_claim() -
 
 def test_shared_claim_stays_allocated_while_another_pod_uses_it() -> None:
     ctx = new_ctx()
-    a = ctx.store.create(pod("a", [by_name("gpu", "shared")], node="node-a"))
-    b = ctx.store.create(pod("b", [by_name("gpu", "shared")], node="node-a"))
-    ctx.store.create(claim("shared", reserved=[pod_ref(a), pod_ref(b)]))
+    a = ctx.store.restore(pod("a", [by_name("gpu", "shared")], node="node-a"))
+    b = ctx.store.restore(pod("b", [by_name("gpu", "shared")], node="node-a"))
+    ctx.store.restore(claim("shared", reserved=[pod_ref(a), pod_ref(b)]))
     ctrl = ResourceClaimController()
     settle(ctx, [ctrl])
     _set_phase(ctx, "a", "Failed")
@@ -81,8 +81,8 @@ def test_bound_pod_being_deleted_keeps_its_devices_until_the_kubelet_finishes_it
     """Never release a device a live consumer holds: a graceful deletion of a bound pod
     leaves containers running until the kubelet force-deletes it (upstream isPodDone)."""
     ctx = new_ctx()
-    p = ctx.store.create(pod("p", [by_name("gpu", "c")], node="node-a"))
-    ctx.store.create(claim("c", reserved=[pod_ref(p)]))
+    p = ctx.store.restore(pod("p", [by_name("gpu", "c")], node="node-a"))
+    ctx.store.restore(claim("c", reserved=[pod_ref(p)]))
     ctrl = ResourceClaimController()
     settle(ctx, [ctrl])
     ctx.store.delete(kinds.POD, "p", NS)
@@ -96,13 +96,13 @@ def test_bound_pod_being_deleted_keeps_its_devices_until_the_kubelet_finishes_it
 
 def test_unscheduled_deleted_pod_and_replaced_pod_release_at_once() -> None:
     ctx = new_ctx()
-    gone = ctx.store.create(pod("gone", [by_name("gpu", "c")]))
-    old = ctx.store.create(pod("same-name", [by_name("gpu", "c")]))
+    gone = ctx.store.restore(pod("gone", [by_name("gpu", "c")]))
+    old = ctx.store.restore(pod("same-name", [by_name("gpu", "c")]))
     stale = pod_ref(old)
     ctx.store.delete(kinds.POD, "gone", NS)
     ctx.store.delete(kinds.POD, "same-name", NS)
-    ctx.store.create(pod("same-name", [by_name("gpu", "c")]))
-    ctx.store.create(claim("c", reserved=[pod_ref(gone), stale]))
+    ctx.store.restore(pod("same-name", [by_name("gpu", "c")]))
+    ctx.store.restore(claim("c", reserved=[pod_ref(gone), stale]))
     settle(ctx, [ResourceClaimController()])
     c = get_claim(ctx, "c")
     assert c is not None and "reservedFor" not in c["status"] and "allocation" not in c["status"]
@@ -113,7 +113,7 @@ def test_unscheduled_deleted_pod_and_replaced_pod_release_at_once() -> None:
 
 def test_claim_deleted_while_allocated_but_unused_is_unblocked() -> None:
     ctx = new_ctx()
-    ctx.store.create(claim("c"))
+    ctx.store.restore(claim("c"))
     ctx.store.delete(kinds.RESOURCE_CLAIM, "c", NS)
     assert get_claim(ctx, "c") is not None  # held by the delete-protection finalizer
     settle(ctx, [ResourceClaimController()])
@@ -126,8 +126,8 @@ def test_finalizer_of_an_unreserved_claim_is_left_alone() -> None:
     between would let the claim be deleted while allocated (upstream only removes it on
     the used -> unused transition or during deletion)."""
     ctx = new_ctx()
-    ctx.store.create(claim("c", allocated=False))
-    ctx.store.create(claim("d"))  # allocated, never reserved: not "was used", so kept
+    ctx.store.restore(claim("c", allocated=False))
+    ctx.store.restore(claim("d"))  # allocated, never reserved: not "was used", so kept
     settle(ctx, [ResourceClaimController()])
     assert must_claim(ctx, "c")["metadata"]["finalizers"] == [DELETE_PROTECTION_FINALIZER]
     assert must_claim(ctx, "d")["status"]["allocation"]
@@ -136,9 +136,9 @@ def test_finalizer_of_an_unreserved_claim_is_left_alone() -> None:
 def test_bound_pod_gets_its_allocated_claim_reserved() -> None:
     """Upstream syncPod/reserveForPod: a pod bound by hand (spec.nodeName) is added."""
     ctx = new_ctx()
-    p = ctx.store.create(pod("p", [by_name("gpu", "c")], node="node-a"))
-    ctx.store.create(claim("c"))
-    ctx.store.create(pod("unbound", [by_name("gpu", "c")]))
+    p = ctx.store.restore(pod("p", [by_name("gpu", "c")], node="node-a"))
+    ctx.store.restore(claim("c"))
+    ctx.store.restore(pod("unbound", [by_name("gpu", "c")]))
     settle(ctx, [ResourceClaimController()])
     assert must_claim(ctx, "c")["status"]["reservedFor"] == [pod_ref(p)]
 
@@ -147,9 +147,9 @@ def test_257_pods_on_a_plain_claim_stop_at_256_and_point_to_group_claims() -> No
     """reservedFor holds at most 256 entries: the 257th bound pod is not reserved, does not
     start, and is told to use a group claim. (Its placement is the scheduler's part.)"""
     ctx = new_ctx()
-    ctx.store.create(claim("shared"))
+    ctx.store.restore(claim("shared"))
     for i in range(257):
-        ctx.store.create(pod(f"p{i:03d}", [by_name("gpu", "shared")], node="node-a"))
+        ctx.store.restore(pod(f"p{i:03d}", [by_name("gpu", "shared")], node="node-a"))
     settle(ctx, [ResourceClaimController(), SimulatedKubelet()])
     c = get_claim(ctx, "shared")
     assert c is not None and len(c["status"]["reservedFor"]) == 256
@@ -178,10 +178,10 @@ def test_an_api_error_on_one_object_does_not_stop_the_others() -> None:
             return self.inner.update_status(obj)  # type: ignore[attr-defined]
 
     ctx = new_ctx()
-    gone = ctx.store.create(pod("gone"))
+    gone = ctx.store.restore(pod("gone"))
     ctx.store.delete(kinds.POD, "gone", NS)
-    ctx.store.create(claim("broken", reserved=[pod_ref(gone)]))
-    ctx.store.create(claim("fine", device="gpu-1", reserved=[pod_ref(gone)]))
+    ctx.store.restore(claim("broken", reserved=[pod_ref(gone)]))
+    ctx.store.restore(claim("fine", device="gpu-1", reserved=[pod_ref(gone)]))
     flaky = new_ctx()
     flaky.store, flaky.clock = FlakyStore(ctx.store), ctx.clock  # type: ignore[assignment]
     ctrl = ResourceClaimController()

@@ -21,10 +21,10 @@ from tests.unit.controllers.helpers import (
 
 def test_three_container_pod_gets_one_claim_per_template_entry() -> None:
     ctx = new_ctx()
-    ctx.store.create(template("gpu", labels={"team": "a"}, annotations={"note": "from-template"}))
-    ctx.store.create(template("nic"))
+    ctx.store.restore(template("gpu", labels={"team": "a"}, annotations={"note": "from-template"}))
+    ctx.store.restore(template("nic"))
     entries = [from_template("gpu-0", "gpu"), from_template("gpu-1", "gpu"), from_template("rdma", "nic")]
-    p = ctx.store.create(pod("trainer", entries, containers=3))
+    p = ctx.store.restore(pod("trainer", entries, containers=3))
     settle(ctx, [ResourceClaimController()])
 
     claims = claims_in(ctx)
@@ -54,9 +54,9 @@ def test_three_container_pod_gets_one_claim_per_template_entry() -> None:
 
 def test_long_names_are_truncated_as_upstream() -> None:
     ctx = new_ctx()
-    ctx.store.create(template("gpu"))
+    ctx.store.restore(template("gpu"))
     long_pod = "distributed-training-worker-replica-0000000000123"  # 49 characters
-    ctx.store.create(pod(long_pod, [from_template("accelerator", "gpu")]))
+    ctx.store.restore(pod(long_pod, [from_template("accelerator", "gpu")]))
     settle(ctx, [ResourceClaimController()])
     (c,) = claims_in(ctx)
     # 49 + 1 + 11 + 1 = 62 > 57: 49*57//62 = 45 and 11*57//62 = 10.
@@ -66,8 +66,8 @@ def test_long_names_are_truncated_as_upstream() -> None:
 
 def test_idle_pass_writes_nothing() -> None:
     ctx = new_ctx()
-    ctx.store.create(template("gpu"))
-    ctx.store.create(pod("p", [from_template("gpu", "gpu")]))
+    ctx.store.restore(template("gpu"))
+    ctx.store.restore(pod("p", [from_template("gpu", "gpu")]))
     ctrl = ResourceClaimController()
     settle(ctx, [ctrl])
     rv = ctx.store.resource_version
@@ -79,9 +79,9 @@ def test_adopts_claim_created_before_a_crash() -> None:
     """Upstream findPodResourceClaim: the claim exists (owned, annotated) but the pod status
     was never written; the controller must reuse it, not create a second one."""
     ctx = new_ctx()
-    ctx.store.create(template("gpu"))
-    p = ctx.store.create(pod("p", [from_template("gpu", "gpu")]))
-    ctx.store.create(claim("p-gpu-abcde", allocated=False, finalizer=False, owner=p,
+    ctx.store.restore(template("gpu"))
+    p = ctx.store.restore(pod("p", [from_template("gpu", "gpu")]))
+    ctx.store.restore(claim("p-gpu-abcde", allocated=False, finalizer=False, owner=p,
                            annotations={POD_CLAIM_ANNOTATION: "gpu"}))
     settle(ctx, [ResourceClaimController()])
     assert [c["metadata"]["name"] for c in claims_in(ctx)] == ["p-gpu-abcde"]
@@ -93,12 +93,12 @@ def test_adopts_claim_created_before_a_crash() -> None:
 
 def test_does_not_adopt_claims_of_another_owner_or_entry() -> None:
     ctx = new_ctx()
-    ctx.store.create(template("gpu"))
-    p = ctx.store.create(pod("p", [from_template("gpu", "gpu")]))
-    other = ctx.store.create(pod("other"))
-    ctx.store.create(claim("foreign", allocated=False, finalizer=False, owner=other,
+    ctx.store.restore(template("gpu"))
+    p = ctx.store.restore(pod("p", [from_template("gpu", "gpu")]))
+    other = ctx.store.restore(pod("other"))
+    ctx.store.restore(claim("foreign", allocated=False, finalizer=False, owner=other,
                            annotations={POD_CLAIM_ANNOTATION: "gpu"}))
-    ctx.store.create(claim("wrong-entry", allocated=False, finalizer=False, owner=p,
+    ctx.store.restore(claim("wrong-entry", allocated=False, finalizer=False, owner=p,
                            annotations={POD_CLAIM_ANNOTATION: "nic"}))
     settle(ctx, [ResourceClaimController()])
     recorded = get_pod(ctx, "p")["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
@@ -109,8 +109,8 @@ def test_does_not_adopt_claims_of_another_owner_or_entry() -> None:
 def test_recreates_a_recorded_claim_that_was_deleted() -> None:
     """Upstream handleClaim: a claim named in the status but gone is created again."""
     ctx = new_ctx()
-    ctx.store.create(template("gpu"))
-    ctx.store.create(pod("p", [from_template("gpu", "gpu")]))
+    ctx.store.restore(template("gpu"))
+    ctx.store.restore(pod("p", [from_template("gpu", "gpu")]))
     ctrl = ResourceClaimController()
     settle(ctx, [ctrl])
     first = get_pod(ctx, "p")["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
@@ -122,7 +122,7 @@ def test_recreates_a_recorded_claim_that_was_deleted() -> None:
 
 def test_missing_template_warns_once_and_retries_when_it_appears() -> None:
     ctx = new_ctx()
-    ctx.store.create(pod("p", [from_template("gpu", "not-yet")]))
+    ctx.store.restore(pod("p", [from_template("gpu", "not-yet")]))
     ctrl = ResourceClaimController()
     settle(ctx, [ctrl])
     warnings = events(ctx, "FailedResourceClaimCreation", "p")
@@ -136,7 +136,7 @@ def test_missing_template_warns_once_and_retries_when_it_appears() -> None:
     settle(ctx, [ctrl])
     assert len(events(ctx, "FailedResourceClaimCreation", "p")) == 1
     # The retry happens once the template exists.
-    ctx.store.create(template("not-yet"))
+    ctx.store.restore(template("not-yet"))
     settle(ctx, [ctrl])
     assert len(claims_in(ctx)) == 1
     assert "resourceClaimStatuses" in get_pod(ctx, "p")["status"]
@@ -144,9 +144,9 @@ def test_missing_template_warns_once_and_retries_when_it_appears() -> None:
 
 def test_no_claims_for_done_or_deleting_pods() -> None:
     ctx = new_ctx()
-    ctx.store.create(template("gpu"))
+    ctx.store.restore(template("gpu"))
     done = pod("done", [from_template("gpu", "gpu")])
     done["status"] = {"phase": "Succeeded"}
-    ctx.store.create(done)
+    ctx.store.restore(done)
     settle(ctx, [ResourceClaimController()])
     assert claims_in(ctx) == []

@@ -39,8 +39,8 @@ def test_parse_go_duration_rejects(text: str) -> None:
 
 def test_bound_pod_without_claims_runs_and_unbound_pod_waits() -> None:
     ctx = new_ctx()
-    ctx.store.create(pod("bound", node="node-a", containers=2))
-    ctx.store.create(pod("unbound"))
+    ctx.store.restore(pod("bound", node="node-a", containers=2))
+    ctx.store.restore(pod("unbound"))
     settle(ctx, [SimulatedKubelet()])
     bound = get_pod(ctx, "bound")["status"]
     assert bound["phase"] == "Running"
@@ -57,8 +57,8 @@ def test_bound_pod_without_claims_runs_and_unbound_pod_waits() -> None:
 ])
 def test_pod_waits_until_its_claim_is_allocated_and_reserved(claim_kwargs: dict[str, Any], reserve: bool) -> None:
     ctx = new_ctx()
-    p = ctx.store.create(pod("p", [by_name("gpu", "c")], node="node-a"))
-    ctx.store.create(claim("c", reserved=[pod_ref(p)] if reserve else [], **claim_kwargs))
+    p = ctx.store.restore(pod("p", [by_name("gpu", "c")], node="node-a"))
+    ctx.store.restore(claim("c", reserved=[pod_ref(p)] if reserve else [], **claim_kwargs))
     kubelet = SimulatedKubelet()
     settle(ctx, [kubelet])
     assert get_pod(ctx, "p")["status"]["phase"] == "Pending"
@@ -70,16 +70,16 @@ def test_pod_waits_until_its_claim_is_allocated_and_reserved(claim_kwargs: dict[
 
 def test_pod_waits_for_a_template_claim_that_is_not_created() -> None:
     ctx = new_ctx()
-    ctx.store.create(pod("p", [{"name": "gpu", "resourceClaimTemplateName": "t"}], node="node-a"))
+    ctx.store.restore(pod("p", [{"name": "gpu", "resourceClaimTemplateName": "t"}], node="node-a"))
     settle(ctx, [SimulatedKubelet()])
     assert get_pod(ctx, "p")["status"]["phase"] == "Pending"
 
 
 def test_sim_duration_completes_in_virtual_time() -> None:
     ctx = new_ctx()
-    ctx.store.create(pod("short", node="node-a", annotations={"drasched.io/sim-duration": "90s"}))
-    ctx.store.create(pod("long", node="node-a", annotations={"drasched.io/sim-duration": "1h30m"}))
-    ctx.store.create(pod("forever", node="node-a"))
+    ctx.store.restore(pod("short", node="node-a", annotations={"drasched.io/sim-duration": "90s"}))
+    ctx.store.restore(pod("long", node="node-a", annotations={"drasched.io/sim-duration": "1h30m"}))
+    ctx.store.restore(pod("forever", node="node-a"))
     settle(ctx, [SimulatedKubelet()])
     assert ctx.clock.now() == DEFAULT_START + timedelta(hours=1, minutes=30)
     for name in ("short", "long"):
@@ -94,7 +94,7 @@ def test_sim_duration_completes_in_virtual_time() -> None:
 
 def test_invalid_sim_duration_warns_and_keeps_running() -> None:
     ctx = new_ctx()
-    ctx.store.create(pod("p", node="node-a", annotations={"drasched.io/sim-duration": "ten minutes"}))
+    ctx.store.restore(pod("p", node="node-a", annotations={"drasched.io/sim-duration": "ten minutes"}))
     settle(ctx, [SimulatedKubelet()])
     assert get_pod(ctx, "p")["status"]["phase"] == "Running"
     (warning,) = events(ctx, "InvalidSimDuration", "p")
@@ -103,7 +103,7 @@ def test_invalid_sim_duration_warns_and_keeps_running() -> None:
 
 def test_terminating_pod_is_force_deleted() -> None:
     ctx = new_ctx()
-    ctx.store.create(pod("p", node="node-a"))
+    ctx.store.restore(pod("p", node="node-a"))
     kubelet = SimulatedKubelet()
     settle(ctx, [kubelet])
     ctx.store.delete(kinds.POD, "p", NS)
@@ -118,8 +118,8 @@ def test_prepare_hook_failure_keeps_the_pod_pending_with_an_event() -> None:
             return f"driver gpu.example.com: cannot prepare {len(claims)} claim(s)"
 
     ctx = new_ctx()
-    p = ctx.store.create(pod("p", [by_name("gpu", "c")], node="node-a"))
-    ctx.store.create(claim("c", reserved=[pod_ref(p)]))
+    p = ctx.store.restore(pod("p", [by_name("gpu", "c")], node="node-a"))
+    ctx.store.restore(claim("c", reserved=[pod_ref(p)]))
     kubelet = FailingKubelet()
     settle(ctx, [kubelet])
     settle(ctx, [kubelet])
@@ -131,10 +131,10 @@ def test_prepare_hook_failure_keeps_the_pod_pending_with_an_event() -> None:
 def test_extended_resource_claim_must_be_reserved_before_start() -> None:
     """KEP-5004: the binder's extended-resource claim is one of the pod's claims too."""
     ctx = new_ctx()
-    p = ctx.store.create(pod("p", node="node-a"))
+    p = ctx.store.restore(pod("p", node="node-a"))
     ctx.store.patch(kinds.POD, "p", NS, {"status": {"extendedResourceClaimStatus": {
         "resourceClaimName": "p-extended-resources-abcde", "requestMappings": []}}}, subresource="status")
-    ctx.store.create(claim("p-extended-resources-abcde", owner=p))
+    ctx.store.restore(claim("p-extended-resources-abcde", owner=p))
     kubelet = SimulatedKubelet()
     settle(ctx, [kubelet])
     assert get_pod(ctx, "p")["status"]["phase"] == "Pending"

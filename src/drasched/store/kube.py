@@ -1,0 +1,395 @@
+"""ClusterStore over a real kube-apiserver: raw REST with httpx, JSON, plain dicts.
+
+No typed client on purpose: the scheduler works on wire-form dicts everywhere, and the
+memory store must match what this store returns byte for byte in shape (see
+tests/contract). Every write asks ``fieldValidation=Strict`` so that a typo in a field
+name fails loudly instead of being dropped by the server.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import math
+import os
+import ssl
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import yaml
+
+from drasched.api import kinds
+from drasched.api.errors import ApiError, BadRequest, Gone, from_status
+from drasched.api.kinds import ResourceType
+from drasched.store.base import ListResult, Obj, WatchEvent
+
+STRICT = {"fieldValidation": "Strict"}
+
+
+def _raise_for(resp: httpx.Response) -> None:
+    """Map a non-2xx answer to the typed error its ``Status`` body names."""
+    if resp.is_success:
+        return
+    try:
+        body = resp.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and body.get("kind") == "Status":
+        body.setdefault("code", resp.status_code)
+        raise from_status(body)
+    text = resp.text.strip()[:500] or resp.reason_phrase
+    raise from_status({"code": resp.status_code, "message": f"HTTP {resp.status_code}: {text}"})
+
+
+def _meta(obj: Obj) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        raise BadRequest("object has no metadata")
+    return meta
+
+
+def _ssl_context(
+    ca_file: str | None,
+    ca_data: str | None,
+    verify: bool,
+    cert_file: str | None,
+    key_file: str | None,
+) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=ca_file, cadata=ca_data)
+    if not verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if cert_file:
+        ctx.load_cert_chain(cert_file, key_file)
+    return ctx
+
+
+class KubeStore:
+    """The ClusterStore contract against a real API server (sync, one HTTP/1.1 pool).
+
+    ``watch`` holds one connection of the pool while it is iterated; the pool is large
+    enough for a handful of reflectors plus writes. Safe to share between threads.
+    ``kubeconfig`` fills in whatever the other arguments leave unset; ``transport``
+    replaces the network (tests pass an ``httpx.MockTransport``).
+    """
+
+    def __init__(
+        self,
+        server: str | None = None,
+        token: str | None = None,
+        ca_file: str | None = None,
+        verify: bool = True,
+        kubeconfig: str | None = None,
+        *,
+        cert_file: str | None = None,
+        key_file: str | None = None,
+        ca_data: str | None = None,
+        timeout: float = 30.0,
+        page_size: int = 500,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._tempfiles: list[str] = []
+        if kubeconfig:
+            cfg = _load_kubeconfig(kubeconfig, self._tempfiles)
+            server = server or cfg["server"]
+            token = token or cfg.get("token")
+            ca_file = ca_file or cfg.get("ca_file")
+            ca_data = ca_data or cfg.get("ca_data")
+            verify = verify and not cfg.get("insecure", False)
+            cert_file = cert_file or cfg.get("cert_file")
+            key_file = key_file or cfg.get("key_file")
+        if not server:
+            raise ValueError("KubeStore needs a server URL or a kubeconfig")
+        self.server = server.rstrip("/")
+        headers = {"Accept": "application/json", "User-Agent": "drasched"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        verify_arg: ssl.SSLContext | bool = False
+        if self.server.startswith("https://"):
+            verify_arg = _ssl_context(ca_file, ca_data, verify, cert_file, key_file)
+        self._timeout = timeout
+        self.page_size = page_size
+        self._client = httpx.Client(
+            transport=transport,
+            base_url=self.server,
+            headers=headers,
+            verify=verify_arg,
+            timeout=timeout,
+            limits=httpx.Limits(max_connections=32, max_keepalive_connections=16),
+        )
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | None = None, **kwargs: Any) -> KubeStore:
+        """Connect as the kubeconfig's current context says (token or client certificate)."""
+        path = path or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or os.path.expanduser("~/.kube/config")
+        return cls(kubeconfig=path, **kwargs)
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None = None,
+        body: Obj | None = None,
+        content_type: str = "application/json",
+    ) -> httpx.Response:
+        content = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": content_type} if content is not None else None
+        resp = self._client.request(method, path, params=params, content=content, headers=headers)
+        _raise_for(resp)
+        return resp
+
+    def request(self, method: str, path: str, body: Obj | None = None, params: dict[str, Any] | None = None) -> Obj:
+        """A raw JSON request for what the contract does not cover (CRDs, discovery)."""
+        resp = self._request(method, path, params, body)
+        return resp.json() if resp.content else {}
+
+    @staticmethod
+    def _with_kind(rt: ResourceType, item: Obj) -> Obj:
+        """List items come back without apiVersion/kind; put them back (wire form everywhere)."""
+        item.setdefault("apiVersion", rt.api_version)
+        item.setdefault("kind", rt.kind)
+        return item
+
+    @staticmethod
+    def _namespace(rt: ResourceType, obj: Obj) -> str | None:
+        if not rt.namespaced:
+            return None
+        return _meta(obj).get("namespace") or "default"
+
+    @staticmethod
+    def _require_name(obj: Obj) -> str:
+        name = _meta(obj).get("name")
+        if not name:
+            raise BadRequest("resource name may not be empty")
+        return str(name)
+
+    # -- the contract ---------------------------------------------------------------------
+
+    def create(self, obj: Obj) -> Obj:
+        """POST the object (``generateName`` is honoured by the server)."""
+        rt = kinds.for_object(obj)
+        resp = self._request("POST", rt.api_path(self._namespace(rt, obj)), STRICT, obj)
+        return self._with_kind(rt, resp.json())
+
+    def get(self, rt: ResourceType, name: str, namespace: str | None = None) -> Obj:
+        resp = self._request("GET", rt.api_path(namespace if rt.namespaced else None, name))
+        return self._with_kind(rt, resp.json())
+
+    def list(
+        self,
+        rt: ResourceType,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> ListResult:
+        """A consistent list, paged with ``limit``/``continue`` (one snapshot across pages)."""
+        params: dict[str, Any] = {"limit": self.page_size}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        path = rt.api_path(namespace if rt.namespaced else None)
+        items: list[Obj] = []
+        rv = ""
+        while True:
+            body = self._request("GET", path, params).json()
+            meta = body.get("metadata") or {}
+            rv = rv or meta.get("resourceVersion", "")
+            items.extend(self._with_kind(rt, item) for item in body.get("items") or [])
+            cont = meta.get("continue")
+            if not cont:
+                return ListResult(items, rv)
+            params["continue"] = cont
+
+    def update(self, obj: Obj) -> Obj:
+        rt = kinds.for_object(obj)
+        name = self._require_name(obj)
+        resp = self._request("PUT", rt.api_path(self._namespace(rt, obj), name), STRICT, obj)
+        return self._with_kind(rt, resp.json())
+
+    def update_status(self, obj: Obj) -> Obj:
+        rt = kinds.for_object(obj)
+        if not rt.has_status:
+            raise BadRequest(f"{rt.kind} has no status subresource")
+        name = self._require_name(obj)
+        path = rt.api_path(self._namespace(rt, obj), name) + "/status"
+        resp = self._request("PUT", path, STRICT, obj)
+        return self._with_kind(rt, resp.json())
+
+    def patch(
+        self,
+        rt: ResourceType,
+        name: str,
+        namespace: str | None,
+        patch: Obj,
+        subresource: str | None = None,
+    ) -> Obj:
+        path = rt.api_path(namespace if rt.namespaced else None, name)
+        if subresource:
+            path += f"/{subresource}"
+        resp = self._request("PATCH", path, STRICT, patch, "application/merge-patch+json")
+        return self._with_kind(rt, resp.json())
+
+    def delete(
+        self,
+        rt: ResourceType,
+        name: str,
+        namespace: str | None = None,
+        *,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> Obj | None:
+        """DELETE with background propagation; the object if it stays, else None.
+
+        The server answers 200 either way (a Status, or for some kinds the deleted object),
+        so "stays" is read off the answer: finalizers left, or a pod's graceful
+        termination pending (``deletionGracePeriodSeconds`` > 0: a kubelet must finish it).
+        """
+        options: Obj = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        pre = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if pre:
+            options["preconditions"] = pre
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        path = rt.api_path(namespace if rt.namespaced else None, name)
+        body = self._request("DELETE", path, None, options).json()
+        if body.get("kind") == "Status":
+            return None
+        md = body.get("metadata") or {}
+        if md.get("finalizers") or (md.get("deletionGracePeriodSeconds") or 0) > 0:
+            return self._with_kind(rt, body)
+        return None
+
+    def bind(self, namespace: str, pod_name: str, node_name: str, pod_uid: str | None = None) -> None:
+        """POST a v1 Binding; the server refuses (409) a pod that already has a node."""
+        meta: Obj = {"name": pod_name, "namespace": namespace}
+        if pod_uid:
+            meta["uid"] = pod_uid
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": meta,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        self._request("POST", kinds.POD.api_path(namespace, pod_name) + "/binding", STRICT, binding)
+
+    def watch(
+        self,
+        rt: ResourceType,
+        resource_version: str,
+        namespace: str | None = None,
+        timeout_seconds: float = 1.0,
+    ) -> Iterator[WatchEvent]:
+        """Stream events after ``resource_version`` for about ``timeout_seconds``.
+
+        The server ends the stream at ``timeoutSeconds`` (whole seconds, rounded up); a
+        read that waits longer than that also ends it, so the iterator never hangs.
+        A 410, as HTTP status or as an ERROR event, raises ``Gone``.
+        """
+        seconds = max(1, math.ceil(timeout_seconds))
+        params = {
+            "watch": "1",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": resource_version,
+            "timeoutSeconds": str(seconds),
+        }
+        path = rt.api_path(namespace if rt.namespaced else None)
+        timeout = httpx.Timeout(self._timeout, read=seconds + 5.0)
+        with self._client.stream("GET", path, params=params, timeout=timeout) as resp:
+            if not resp.is_success:
+                resp.read()
+                _raise_for(resp)
+            try:
+                for line in resp.iter_lines():
+                    if not line.strip():
+                        continue
+                    event = json.loads(line)
+                    etype = event.get("type")
+                    obj = event.get("object") or {}
+                    if etype == "ERROR":
+                        obj.setdefault("code", 500)
+                        err = from_status(obj)
+                        if isinstance(err, Gone) or err.code == 410:
+                            raise Gone(err.message)
+                        raise err
+                    if etype not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
+                        raise ApiError(f"unexpected watch event type {etype!r}")
+                    if etype != "BOOKMARK":
+                        self._with_kind(rt, obj)
+                    yield WatchEvent(etype, obj)
+            except httpx.ReadTimeout:
+                return
+
+    def close(self) -> None:
+        self._client.close()
+        for path in self._tempfiles:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        self._tempfiles.clear()
+
+    def __enter__(self) -> KubeStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _load_kubeconfig(path: str, tempfiles: list[str]) -> dict[str, Any]:
+    """Resolve the current context of a kubeconfig into server, CA and credentials.
+
+    Inline ``*-data`` credentials are written to private temp files (ssl wants files
+    for client certificates); the store deletes them on ``close``.
+    """
+    with open(path) as f:
+        cfg = yaml.safe_load(f) or {}
+    base = os.path.dirname(os.path.abspath(path))
+
+    def named(section: str, name: str) -> dict[str, Any]:
+        for entry in cfg.get(section) or []:
+            if entry.get("name") == name:
+                return dict(entry.get(section[:-1]) or {})
+        raise ValueError(f"kubeconfig {path}: no {section[:-1]} named {name!r}")
+
+    ctx_name = cfg.get("current-context")
+    if not ctx_name:
+        raise ValueError(f"kubeconfig {path}: no current-context")
+    context = named("contexts", ctx_name)
+    cluster = named("clusters", context["cluster"])
+    user = named("users", context["user"]) if context.get("user") else {}
+
+    def rel(p: str) -> str:
+        return p if os.path.isabs(p) else os.path.join(base, p)
+
+    def data_file(b64: str, suffix: str) -> str:
+        fd, name = tempfile.mkstemp(prefix="drasched-kubeconfig-", suffix=suffix)
+        with os.fdopen(fd, "wb") as f:
+            f.write(base64.b64decode(b64))
+        tempfiles.append(name)
+        return name
+
+    out: dict[str, Any] = {"server": cluster["server"]}
+    out["insecure"] = bool(cluster.get("insecure-skip-tls-verify"))
+    if cluster.get("certificate-authority"):
+        out["ca_file"] = rel(cluster["certificate-authority"])
+    elif cluster.get("certificate-authority-data"):
+        out["ca_data"] = base64.b64decode(cluster["certificate-authority-data"]).decode()
+    if user.get("token"):
+        out["token"] = user["token"]
+    elif user.get("tokenFile"):
+        with open(rel(user["tokenFile"])) as f:
+            out["token"] = f.read().strip()
+    if user.get("client-certificate"):
+        out["cert_file"] = rel(user["client-certificate"])
+    elif user.get("client-certificate-data"):
+        out["cert_file"] = data_file(user["client-certificate-data"], ".crt")
+    if user.get("client-key"):
+        out["key_file"] = rel(user["client-key"])
+    elif user.get("client-key-data"):
+        out["key_file"] = data_file(user["client-key-data"], ".key")
+    return out

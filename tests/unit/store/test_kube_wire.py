@@ -1,0 +1,148 @@
+"""KubeStore's requests and error mapping, against a fake transport (no cluster needed).
+
+The contract suite proves behaviour against a real server; this pins down the wire
+details that a real server cannot be made to produce on demand (an HTTP 410 on a watch,
+a non-Status error body) and the exact requests we send.
+"""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from drasched.api import kinds
+from drasched.api.errors import ApiError, Conflict, Gone, NotFound
+from drasched.store.kube import KubeStore
+
+
+def make(handler: object) -> tuple[KubeStore, list[httpx.Request]]:
+    seen: list[httpx.Request] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        request.read()
+        seen.append(request)
+        return handler(request)  # type: ignore[operator]
+
+    return KubeStore("http://api.test", token="t", transport=httpx.MockTransport(record)), seen
+
+
+def status(code: int, reason: str, message: str) -> dict:
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "code": code,
+        "reason": reason,
+        "message": message,
+    }
+
+
+def test_writes_are_strict_and_authenticated() -> None:
+    store, seen = make(lambda r: httpx.Response(201, json={"metadata": {"name": "a"}}))
+    got = store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"}})
+    assert got["kind"] == "ConfigMap" and got["apiVersion"] == "v1"
+    req = seen[0]
+    assert (req.method, req.url.path, req.url.params["fieldValidation"]) == (
+        "POST",
+        "/api/v1/namespaces/ns/configmaps",
+        "Strict",
+    )
+    assert req.headers["Authorization"] == "Bearer t"
+
+
+def test_patch_is_a_merge_patch_of_the_subresource() -> None:
+    store, seen = make(lambda r: httpx.Response(200, json={"metadata": {"name": "c"}}))
+    store.patch(kinds.RESOURCE_CLAIM, "c", "ns", {"status": {"x": 1}}, subresource="status")
+    req = seen[0]
+    assert req.method == "PATCH"
+    assert req.url.path == "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c/status"
+    assert req.headers["Content-Type"] == "application/merge-patch+json"
+    assert json.loads(req.content) == {"status": {"x": 1}}
+
+
+def test_delete_sends_preconditions_and_background_propagation() -> None:
+    store, seen = make(lambda r: httpx.Response(200, json={"kind": "Status", "status": "Success"}))
+    assert store.delete(kinds.POD, "p", "ns", uid="u", resource_version="7") is None
+    assert json.loads(seen[0].content) == {
+        "apiVersion": "v1",
+        "kind": "DeleteOptions",
+        "propagationPolicy": "Background",
+        "preconditions": {"uid": "u", "resourceVersion": "7"},
+    }
+
+
+def test_bind_posts_a_binding() -> None:
+    store, seen = make(lambda r: httpx.Response(201, json={"kind": "Status", "status": "Success"}))
+    store.bind("ns", "p", "node-1", pod_uid="u")
+    assert seen[0].url.path == "/api/v1/namespaces/ns/pods/p/binding"
+    assert json.loads(seen[0].content) == {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"},
+    }
+
+
+def test_errors_map_to_typed_exceptions() -> None:
+    store, _ = make(lambda r: httpx.Response(404, json=status(404, "NotFound", 'pods "p" not found')))
+    with pytest.raises(NotFound, match='pods "p" not found'):
+        store.get(kinds.POD, "p", "ns")
+    store, _ = make(lambda r: httpx.Response(409, json=status(409, "Conflict", "modified")))
+    with pytest.raises(Conflict):
+        store.update({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}})
+    store, _ = make(lambda r: httpx.Response(503, text="upstream connect error"))
+    with pytest.raises(ApiError) as e:
+        store.get(kinds.POD, "p", "ns")
+    assert e.value.code == 503 and "upstream connect error" in str(e.value)
+
+
+def test_list_follows_continue_and_keeps_the_first_version() -> None:
+    pages = {
+        None: {"metadata": {"resourceVersion": "10", "continue": "tok"}, "items": [{"metadata": {"name": "a"}}]},
+        "tok": {"metadata": {"resourceVersion": "12"}, "items": [{"metadata": {"name": "b"}}]},
+    }
+    store, seen = make(lambda r: httpx.Response(200, json=pages[r.url.params.get("continue")]))
+    result = store.list(kinds.NODE, label_selector="a=b")
+    assert [o["metadata"]["name"] for o in result.items] == ["a", "b"]
+    assert all(o["kind"] == "Node" for o in result.items)
+    assert result.resource_version == "10"
+    assert [r.url.params.get("labelSelector") for r in seen] == ["a=b", "a=b"]
+
+
+def watch_body(*events: dict) -> bytes:
+    return b"".join(json.dumps(e).encode() + b"\n" for e in events)
+
+
+def test_watch_streams_events_and_bookmarks() -> None:
+    body = watch_body(
+        {"type": "ADDED", "object": {"metadata": {"name": "a", "resourceVersion": "5"}}},
+        {"type": "BOOKMARK", "object": {"kind": "Pod", "metadata": {"resourceVersion": "9"}}},
+    )
+    store, seen = make(lambda r: httpx.Response(200, content=body))
+    got = list(store.watch(kinds.POD, "4", "ns", timeout_seconds=2.5))
+    assert [(e.type, e.object["metadata"]["resourceVersion"]) for e in got] == [("ADDED", "5"), ("BOOKMARK", "9")]
+    assert got[0].object["kind"] == "Pod"
+    params = seen[0].url.params
+    assert (params["watch"], params["allowWatchBookmarks"], params["resourceVersion"], params["timeoutSeconds"]) == (
+        "1",
+        "true",
+        "4",
+        "3",
+    )
+
+
+def test_watch_410_is_gone_as_http_status_or_error_event() -> None:
+    expired = status(410, "Expired", "too old resource version: 1 (100)")
+    store, _ = make(lambda r: httpx.Response(410, json=expired))
+    with pytest.raises(Gone):
+        list(store.watch(kinds.POD, "1"))
+    store, _ = make(lambda r: httpx.Response(200, content=watch_body({"type": "ERROR", "object": expired})))
+    with pytest.raises(Gone, match="too old"):
+        list(store.watch(kinds.POD, "1"))
+    other = status(500, "InternalError", "etcd event received with PrevKv=nil")
+    store, _ = make(lambda r: httpx.Response(200, content=watch_body({"type": "ERROR", "object": other})))
+    with pytest.raises(ApiError) as e:
+        list(store.watch(kinds.POD, "1"))
+    assert e.value.code == 500 and not isinstance(e.value, Gone)
