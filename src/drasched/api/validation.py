@@ -224,8 +224,15 @@ def _validate_slice(obj: Obj) -> list[Cause]:
             causes.append(Cause(f"spec.devices[{i}].name", f'Duplicate value: "{dev.get("name")}"',
                                 "FieldValueDuplicate"))
         names.add(dev.get("name"))
-    if len(spec.get("devices") or []) > 128:
-        causes.append(Cause("spec.devices", "Too many: must have at most 128 items", "FieldValueTooMany"))
+    devices = spec.get("devices") or []
+    if devices and spec.get("sharedCounters"):
+        causes.append(Cause("spec", "Invalid value: only one of `devices` and `sharedCounters` may be set "
+                                    "in a ResourceSlice"))
+    limit = 64 if any(d.get("taints") or d.get("consumesCounters") for d in devices) else 128
+    if len(devices) > limit:
+        causes.append(Cause("spec.devices", f"Too many: {len(devices)}: must have at most {limit} items"
+                            + (" when devices use taints or consume counters" if limit == 64 else ""),
+                            "FieldValueTooMany"))
     return causes
 
 

@@ -64,8 +64,12 @@ def gpu_slice(node_name: str, count: int, numa_groups: int = 1) -> Obj:
     }
 
 
-def partitionable_slice(node_name: str, gpus: int = 2, parts: int = 4) -> Obj:
-    """Each physical GPU offers itself whole or ``parts`` partitions, bounded by shared counters."""
+def partitionable_slices(node_name: str, gpus: int = 2, parts: int = 4) -> list[Obj]:
+    """Each physical GPU offers itself whole or ``parts`` partitions, bounded by shared counters.
+
+    Since Kubernetes 1.35 a slice carries either devices or shared counters, so the pool has
+    two slices.
+    """
     counters, devices = [], []
     for g in range(gpus):
         counters.append({"name": f"gpu-{g}-counters", "counters": {"memory": {"value": "80Gi"}}})
@@ -76,12 +80,15 @@ def partitionable_slice(node_name: str, gpus: int = 2, parts: int = 4) -> Obj:
             devices.append({"name": f"gpu-{g}-part-{p}", "attributes": {"type": {"string": "partition"}},
                             "consumesCounters": [{"counterSet": f"gpu-{g}-counters",
                                                   "counters": {"memory": {"value": "20Gi"}}}]})
-    return {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-        "metadata": {"name": f"{node_name}-{DRIVER}"},
-        "spec": {"driver": DRIVER, "nodeName": node_name, "sharedCounters": counters,
-                 "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1}, "devices": devices},
-    }
+    pool = {"name": node_name, "generation": 1, "resourceSliceCount": 2}
+    return [
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+         "metadata": {"name": f"{node_name}-{DRIVER}-counters"},
+         "spec": {"driver": DRIVER, "nodeName": node_name, "sharedCounters": counters, "pool": pool}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+         "metadata": {"name": f"{node_name}-{DRIVER}-devices"},
+         "spec": {"driver": DRIVER, "nodeName": node_name, "devices": devices, "pool": dict(pool)}},
+    ]
 
 
 def claim_template(name: str, count: int = 1, selector: str | None = None,
@@ -145,7 +152,7 @@ def partitionable_workload(nodes: int = 100) -> Workload:
     cluster = [_namespace(), device_class(),
                claim_template("partition", selector=f'device.attributes["{DRIVER}"].type == "partition"')]
     for i in range(nodes):
-        cluster += [node(f"node-{i:05d}"), partitionable_slice(f"node-{i:05d}", gpus=5, parts=4)]
+        cluster += [node(f"node-{i:05d}"), *partitionable_slices(f"node-{i:05d}", gpus=5, parts=4)]
     measured = [pod(f"measured-{i:06d}", template="partition") for i in range(nodes * 20)]
     return Workload("partitionable", f"{nodes} nodes x 5 partitionable GPUs (4 partitions each); {nodes * 20} pods "
                     "asking one partition", cluster, [], measured)
