@@ -135,6 +135,7 @@ def check_expectations(scn: Scenario, objects: dict[str, Obj]) -> list[str]:
                 problems.append(f"claim {key}: {path} expected {value!r}, got {got!r}")
     problems += _check_claims_by_prefix(exp.get("claimsByPrefix") or {}, objects)
     problems += _check_events(exp.get("events") or [], objects)
+    problems += _check_queues(exp.get("queues") or {}, objects)
     for key, want in (exp.get("objects") or {}).items():
         obj = objects.get(key)
         if obj is None:
@@ -204,6 +205,32 @@ def _check_events(spec: list[dict[str, Any]], objects: dict[str, Obj]) -> list[s
         elif n == 0:
             seen = sorted({f"{e.get('involvedObject', {}).get('name')}: {e.get('reason')}" for e in evs})
             problems.append(f"event {want}: none found (events: {seen})")
+    return problems
+
+
+def _check_queues(spec: dict[str, Any], objects: dict[str, Obj]) -> list[str]:
+    """``queues: {name: {allocated|requested|fairShare: {resource: quantity}, valid, conditionContains}}``.
+
+    Resource names hold dots (``nvidia.com/gpu``), so they are map keys here, not ``fields`` paths.
+    Quantities compare as written by the scheduler (canonical form); ``null`` asks for no entry.
+    """
+    problems: list[str] = []
+    for name, want in spec.items():
+        queue = objects.get(f"Queue:{name}")
+        if queue is None:
+            problems.append(f"queue {name}: missing from the output")
+            continue
+        status = queue.get("status") or {}
+        for table in ("allocated", "requested", "fairShare"):
+            for res, value in (want.get(table) or {}).items():
+                got = (status.get(table) or {}).get(res)
+                if got != (None if value is None else str(value)):
+                    problems.append(f"queue {name}: status.{table}[{res}] expected {value!r}, got {got!r}")
+        cond = next((c for c in status.get("conditions") or [] if c.get("type") == "Valid"), {})
+        if "valid" in want and (cond.get("status") == "True") != bool(want["valid"]):
+            problems.append(f"queue {name}: expected Valid={want['valid']}, got {cond or None}")
+        if "conditionContains" in want and str(want["conditionContains"]) not in str(cond.get("message", "")):
+            problems.append(f"queue {name}: Valid message {cond.get('message')!r} lacks {want['conditionContains']!r}")
     return problems
 
 

@@ -57,19 +57,38 @@ class DriverRegistry:
 
     def __init__(self) -> None:
         self._plugins: dict[tuple[str, str], DRAPluginLike] = {}
+        self._by_node: dict[str, set[str]] = {}
+        """Node -> driver names: the simulated kubelet asks per pod, so it must not scan."""
         self._claims: dict[tuple[str, str], _ClaimInfo] = {}
 
     def register(self, node_name: str, plugin: DRAPluginLike) -> None:
         self._plugins[(node_name, plugin.driver_name)] = plugin
+        self._by_node.setdefault(node_name, set()).add(plugin.driver_name)
 
     def unregister(self, node_name: str, driver_name: str) -> None:
         self._plugins.pop((node_name, driver_name), None)
+        names = self._by_node.get(node_name)
+        if names is not None:
+            names.discard(driver_name)
+            if not names:
+                del self._by_node[node_name]
+
+    def forget_driver(self, node_name: str, driver_name: str) -> None:
+        """Drop what the driver prepared on the node: its plugin is gone, and its state with it,
+        so a later unprepare has nothing to call (and must not fail for that)."""
+        for key, info in list(self._claims.items()):
+            if key[0] != node_name or driver_name not in info.drivers:
+                continue
+            info.drivers = tuple(d for d in info.drivers if d != driver_name)
+            info.results.pop(driver_name, None)
+            if not info.drivers:
+                del self._claims[key]
 
     def plugin(self, node_name: str, driver_name: str) -> DRAPluginLike | None:
         return self._plugins.get((node_name, driver_name))
 
     def drivers(self, node_name: str) -> list[str]:
-        return sorted(d for n, d in self._plugins if n == node_name)
+        return sorted(self._by_node.get(node_name, ()))
 
     def prepared(self, node_name: str, claim_uid: str) -> dict[str, PrepareResult] | None:
         """Driver -> answer for a claim prepared on the node by all its drivers, or None."""
@@ -77,6 +96,11 @@ class DriverRegistry:
         if info is None or set(info.results) != set(info.drivers):
             return None
         return dict(info.results)
+
+    def prepared_on(self, node_name: str) -> dict[str, dict[str, PrepareResult]]:
+        """Claim UID -> driver -> answer, for every claim some driver prepared on the node."""
+        return {uid: dict(info.results) for (n, uid), info in sorted(self._claims.items())
+                if n == node_name and info.results}
 
     def pods_using(self, node_name: str, claim_uid: str) -> set[str]:
         info = self._claims.get((node_name, claim_uid))
@@ -99,6 +123,7 @@ def start_driver(store: ClusterStore, driver_registry: DriverRegistry, node_name
 def stop_driver(store: ClusterStore, driver_registry: DriverRegistry, node_name: str, driver_name: str) -> None:
     """Deregister the driver on the node and delete its slices (what the kubelet does when a plugin goes)."""
     driver_registry.unregister(node_name, driver_name)
+    driver_registry.forget_driver(node_name, driver_name)
     SlicePublisher(store, driver_name, node_name).unpublish()
 
 
@@ -249,6 +274,9 @@ def unprepare_in_process(
         info.pods.discard(pod_uid)
         if info.pods:
             continue  # another pod on this node still uses it
+        if not info.drivers:
+            del driver_registry._claims[(node, uid)]  # no driver prepared it: nothing to call
+            continue
         for d in info.drivers:
             batches.setdefault(d, []).append(info.ref)
     failed: set[str] = set()

@@ -2,18 +2,39 @@
 
 What it does, per pod bound to a node (``spec.nodeName`` set):
 
+* **Drivers.** A Node annotated ``drasched.io/sim-gpus`` runs the example GPU driver's
+  mock inventory: its ResourceSlices are published and its plugin registered in process
+  (see :mod:`drasched.node.sim_drivers`); the driver follows the annotation and the node.
 * **Start.** A Pending pod becomes Running (``startTime``, Ready conditions, container
   statuses) once every claim it uses is allocated and reserved for it or for its
   PodGroup (as the real kubelet refuses to run a pod its claims are not reserved for),
-  and the driver hook :meth:`SimulatedKubelet._prepare` accepts them.
+  and the drivers registered on its node prepared them (``NodePrepareResources`` through
+  the plugin kit, :func:`~drasched.node.inprocess.prepare_in_process`). Claims of a
+  driver with no plugin on the node (hand-written slices) need no preparing.
 * **Finish.** A pod annotated ``drasched.io/sim-duration: <Go duration>`` (``90s``,
   ``5m``, ``1h30m``) becomes Succeeded that much virtual time after it started; the
   runner is asked to wake then. Without the annotation a pod runs forever.
 * **Remove.** A pod being deleted (``deletionTimestamp`` set) is finished with a force
   delete, as the kubelet ends a graceful deletion once its containers stopped.
 
-The DRA driver side (NodePrepareResources / NodeUnprepareResources through the plugin
-kit) is a later issue; it plugs in at :meth:`_prepare` and :meth:`_unprepare`.
+Prepare errors (the upstream kubelet's ``FailedPrepareDynamicResources``) are a Warning
+event on the pod. The upstream kubelet retries forever; a simulation must end, so an error
+counts as *transient* only while a device of the failed claim is held by another claim
+prepared on the node (the holder's pod will finish and free it): the pod stays Pending and
+is retried on the next change. Any other error (invalid configuration, a device the driver
+does not publish, a recreated claim, a broken driver) cannot clear by waiting, so it is
+*permanent*: the pod becomes Failed (``status.reason: FailedPrepareDynamicResources``, the
+message in ``status.message``), whatever did prepare is unprepared, and the claim
+controller releases its claims.
+
+Unprepare runs when a pod finishes or is deleted, before its Succeeded status or its
+removal is written, so a claim is never released (and its devices never handed to the next
+pod) while a driver still has them prepared. An unprepare error is a Warning event
+(``FailedUnprepareDynamicResources``); the pod finishes anyway (a stopped driver's state
+is gone with it, so there is nothing left to retry). Every prepare and unprepare of
+driver-managed devices is in the decision record (actions ``prepare`` / ``unprepare``,
+the devices as ``[driver/pool/device, ...]`` per claim), so a run can be replayed to check
+that no device was ever prepared for two claims at once. CDI specs stay in memory.
 """
 
 from __future__ import annotations
@@ -21,6 +42,7 @@ from __future__ import annotations
 import copy
 import heapq
 import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -36,6 +58,8 @@ from drasched.controllers.claimutil import (
     pod_claim_name,
     pod_group_name,
 )
+from drasched.node.inprocess import DriverRegistry, prepare_in_process, unprepare_in_process
+from drasched.node.sim_drivers import SimNodeDrivers
 from drasched.sim.context import SimContext
 from drasched.store.informer import Informer
 
@@ -89,17 +113,44 @@ def _set_condition(conds: list[Obj], cond_type: str, status: str, now: str, reas
     conds.append(cond)
 
 
+@dataclass(frozen=True)
+class PrepareFailure:
+    """Why a pod's claims could not be prepared; ``permanent`` fails the pod, otherwise it waits."""
+
+    message: str
+    permanent: bool = False
+
+
+def _node(pod: Obj) -> str:
+    return str((pod.get("spec") or {}).get("nodeName") or "")
+
+
+def _claim_key(claim: Obj) -> str:
+    md = _md(claim)
+    return f"{md.get('namespace') or 'default'}/{md.get('name', '')}"
+
+
 class SimulatedKubelet:
     """Every node's kubelet at once, for ``drasched simulate``."""
 
     name = "sim-kubelet"
 
-    def __init__(self) -> None:
+    def __init__(self, *, plugin_sockets: bool = False) -> None:
+        self.plugin_sockets = plugin_sockets
+        """Call each driver over real unix sockets (gRPC) instead of in process."""
         self._store: object | None = None
         self._again = True
         self._deadlines: list[tuple[datetime, str]] = []
         self._scheduled: set[tuple[datetime, str]] = set()
         self._warned: dict[tuple[str, str], str] = {}
+        self.registry = DriverRegistry()
+        self.node_drivers = SimNodeDrivers(self.registry, sockets=plugin_sockets)
+        self._touched: set[str] = set()
+        """Pod UIDs whose claims went to prepare_in_process: they must be unprepared."""
+        self._held: dict[str, str] = {}
+        """Pod UID -> the driver-prepared devices it started with, as the decision record lists them."""
+        self._adopted: set[str] = set()
+        """Pod UIDs found Running whose claims were offered to their node's drivers."""
 
     def _attach(self, ctx: SimContext) -> None:
         if self._store is ctx.store:
@@ -108,37 +159,109 @@ class SimulatedKubelet:
         self.pods = Informer(ctx.store, kinds.POD)
         self.claims = Informer(ctx.store, kinds.RESOURCE_CLAIM)
         self.groups = Informer(ctx.store, kinds.POD_GROUP)
+        self.nodes = Informer(ctx.store, kinds.NODE)
+        self.node_drivers.close()
+        self.registry = DriverRegistry()
+        self.node_drivers = SimNodeDrivers(self.registry, sockets=self.plugin_sockets)
         self._deadlines.clear()
         self._scheduled.clear()
         self._warned.clear()
+        self._touched.clear()
+        self._held.clear()
+        self._adopted.clear()
         self._again = True
+
+    def close(self) -> None:
+        """Stop the plugin servers of ``plugin_sockets`` and remove their directory (no store writes)."""
+        self.node_drivers.close()
 
     def reconcile(self, ctx: SimContext) -> bool:
         """One pass over bound pods when anything changed or a pod's run time is up."""
         self._attach(ctx)
         changed = [inf.sync() for inf in (self.pods, self.claims, self.groups)]
+        drivers_changed = self.nodes.sync() and self.node_drivers.sync(ctx, self.nodes.values())
         due = False
         while self._deadlines and self._deadlines[0][0] <= ctx.now():
             self._scheduled.discard(heapq.heappop(self._deadlines))
             due = True
-        if not any(changed) and not due and not self._again:
+        if not any(changed) and not due and not self._again and not drivers_changed:
             return False
         self.ctx = ctx
-        progress = False
-        for pod in list(self.pods.values()):
-            if (pod.get("spec") or {}).get("nodeName"):
-                progress |= self._sync_pod(pod)
+        progress = drivers_changed
+        bound = [pod for pod in self.pods.values() if (pod.get("spec") or {}).get("nodeName")]
+        for pod in bound:  # devices of pods already running count as held before any pod starts
+            if (pod.get("status") or {}).get("phase") == "Running":
+                self._adopt(pod)
+        for pod in bound:
+            progress |= self._sync_pod(pod)
         self._again = progress
         return progress
 
-    # ---- driver hooks (the plugin kit of a later issue replaces these) -----------------------
-    def _prepare(self, pod: Obj, claims: list[Obj]) -> str | None:
-        """NodePrepareResources for ``claims`` before ``pod`` starts; an error message or None."""
+    # ---- driver hooks ----------------------------------------------------------------------------
+    def _prepare(self, pod: Obj, claims: list[Obj]) -> PrepareFailure | None:
+        """NodePrepareResources for ``claims`` by the drivers on the pod's node; None when ready."""
+        node = _node(pod)
+        if not claims or not self.registry.drivers(node):
+            return None  # nothing runs there that could prepare them (hand-written slices)
+        self._touched.add(_md(pod).get("uid", ""))
+        error = prepare_in_process(self.ctx.store, self.registry, pod, claims, ignore_unregistered_drivers=True)
+        if error is not None:
+            return PrepareFailure(error, permanent=not self._blocked(pod, claims))
+        self._record_prepared(pod, claims)
         return None
 
     def _unprepare(self, pod: Obj, claims: list[Obj]) -> None:
-        """NodeUnprepareResources once ``pod`` stopped; the claim controller releases after."""
-        return None
+        """NodeUnprepareResources once ``pod`` stopped, before the claim controller may release."""
+        uid = _md(pod).get("uid", "")
+        self._adopted.discard(uid)
+        if uid not in self._touched:
+            return
+        self._touched.discard(uid)
+        # By pod UID in what was prepared: the claims may be released or deleted already.
+        error = unprepare_in_process(self.ctx.store, self.registry, pod)
+        held = self._held.pop(uid, None)
+        if held is not None:
+            self.ctx.decide(self.name, "unprepare", pod, f"node {_node(pod)}: {held}")
+        if error is not None:
+            self._warn_once(pod, "FailedUnprepareDynamicResources", error)
+
+    def _blocked(self, pod: Obj, claims: list[Obj]) -> bool:
+        """Whether a claim that failed to prepare wants a device that a claim prepared for some
+        other pod holds (one that can finish and free it; the pod's own claims never will)."""
+        node, me = _node(pod), _md(pod).get("uid", "")
+        held: set[tuple[str, str, str]] = set()
+        failed: list[Obj] = []
+        for claim in claims:
+            if self.registry.prepared(node, _md(claim).get("uid", "")) is None:
+                failed.append(claim)
+        failed_uids = {_md(c).get("uid", "") for c in failed}
+        for uid, answers in self.registry.prepared_on(node).items():
+            if uid in failed_uids or not self.registry.pods_using(node, uid) - {me}:
+                continue
+            for driver, answer in answers.items():
+                held.update((driver, d.pool_name, d.device_name) for d in answer.devices)
+        for claim in failed:
+            results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
+            for r in results or []:
+                if not r.get("adminAccess") and (r.get("driver"), r.get("pool"), r.get("device")) in held:
+                    return True
+        return False
+
+    def _record_prepared(self, pod: Obj, claims: list[Obj]) -> None:
+        """The decision record entry for what the drivers prepared (once per pod)."""
+        uid = _md(pod).get("uid", "")
+        if uid in self._held:
+            return
+        parts = []
+        for claim in claims:
+            answers = self.registry.prepared(_node(pod), _md(claim).get("uid", "")) or {}
+            devices = [f"{driver}/{d.pool_name}/{d.device_name}" + (f"#{d.share_id}" if d.share_id else "")
+                       for driver, answer in sorted(answers.items()) for d in answer.devices]
+            if devices:
+                parts.append(f"claim {_claim_key(claim)} [{', '.join(devices)}]")
+        if parts:
+            self._held[uid] = "; ".join(parts)
+            self.ctx.decide(self.name, "prepare", pod, f"node {_node(pod)}: {self._held[uid]}")
 
     # ---- one pod -------------------------------------------------------------------------------
     def _sync_pod(self, pod: Obj) -> bool:
@@ -150,6 +273,20 @@ class SimulatedKubelet:
         if phase == "Running":
             return self._maybe_complete(pod)
         return False
+
+    def _adopt(self, pod: Obj) -> None:
+        """Prepare the claims of a pod that was Running before this kubelet saw it (a restored
+        cluster), as the kubelet does after a restart, so its devices count as held."""
+        uid = _md(pod).get("uid", "")
+        if uid in self._adopted or uid in self._touched or not self.registry.drivers(_node(pod)):
+            return
+        self._adopted.add(uid)
+        claims, waiting = self._claims_ready(pod)
+        if waiting is not None:
+            return
+        failure = self._prepare(pod, claims)
+        if failure is not None:
+            self._warn_once(pod, "FailedPrepareDynamicResources", failure.message + "; the pod keeps running")
 
     def _claims_ready(self, pod: Obj) -> tuple[list[Obj], str | None]:
         """The pod's claims, or why it cannot start yet (as the kubelet's admission checks)."""
@@ -192,10 +329,12 @@ class SimulatedKubelet:
         claims, waiting = self._claims_ready(pod)
         if waiting is not None:
             return False  # the claim controller or scheduler has work left; look again on change
-        error = self._prepare(pod, claims)
-        if error is not None:
-            self._warn_once(pod, "FailedPrepareDynamicResources", error)
-            return False
+        failure = self._prepare(pod, claims)
+        if failure is not None:
+            self._warn_once(pod, "FailedPrepareDynamicResources", failure.message)
+            if failure.permanent:
+                return self._fail(pod, claims, failure.message)
+            return False  # a device is still held by another claim: retry on the next change
         now = format_time(self.ctx.now())
         status = copy.deepcopy(pod.get("status") or {})
         status["phase"] = "Running"
@@ -249,6 +388,20 @@ class SimulatedKubelet:
         if not self._write_status(pod, status):
             return True
         self.ctx.decide(self.name, "complete", pod, f"Succeeded after {text} ({SIM_DURATION_ANNOTATION})")
+        return True
+
+    def _fail(self, pod: Obj, claims: list[Obj], message: str) -> bool:
+        """A pod whose claims cannot be prepared, ever: unprepare what did prepare, mark it Failed."""
+        self._unprepare(pod, claims)
+        now = format_time(self.ctx.now())
+        status = copy.deepcopy(pod.get("status") or {})
+        status.update(phase="Failed", reason="FailedPrepareDynamicResources", message=message)
+        conds = status.setdefault("conditions", [])
+        for cond_type in ("ContainersReady", "Ready"):
+            _set_condition(conds, cond_type, "False", now, reason="PodFailed")
+        if not self._write_status(pod, status):
+            return True
+        self.ctx.decide(self.name, "fail", pod, f"Failed: {message}")
         return True
 
     def _finish_deletion(self, pod: Obj) -> bool:

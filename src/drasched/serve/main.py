@@ -25,6 +25,7 @@ log = logging.getLogger("drasched")
 def build_controllers(enable_claim_controller: bool = False, config_path: str | None = None) -> list[Controller]:
     """The control loops a cluster deployment runs (kube-controller-manager owns claims by default)."""
     from drasched.binder import BinderController
+    from drasched.scheduler.config import load_config
     from drasched.scheduler.controller import SchedulerController
 
     controllers: list[Controller] = []
@@ -32,8 +33,8 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
         from drasched.controllers.resourceclaim import ResourceClaimController
 
         controllers.append(ResourceClaimController())
-    scheduler: Any = SchedulerController.from_config_file(config_path) if config_path else SchedulerController()
-    controllers += [scheduler, BinderController()]
+    # In a cluster only pods naming drasched are ours (the config's schedulerNames), unlike simulate.
+    controllers += [SchedulerController(load_config(config_path)), BinderController()]
     return controllers
 
 

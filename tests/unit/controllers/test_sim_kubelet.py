@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from drasched.api import kinds
-from drasched.node.sim_kubelet import SimulatedKubelet, parse_go_duration
+from drasched.node.sim_kubelet import PrepareFailure, SimulatedKubelet, parse_go_duration
 from drasched.sim.clock import DEFAULT_START
 from tests.unit.controllers.helpers import (
     NS,
@@ -114,8 +114,8 @@ def test_terminating_pod_is_force_deleted() -> None:
 
 def test_prepare_hook_failure_keeps_the_pod_pending_with_an_event() -> None:
     class FailingKubelet(SimulatedKubelet):
-        def _prepare(self, pod: dict[str, Any], claims: list[dict[str, Any]]) -> str | None:
-            return f"driver gpu.example.com: cannot prepare {len(claims)} claim(s)"
+        def _prepare(self, pod: dict[str, Any], claims: list[dict[str, Any]]) -> PrepareFailure | None:
+            return PrepareFailure(f"driver gpu.example.com: cannot prepare {len(claims)} claim(s)")
 
     ctx = new_ctx()
     p = ctx.store.restore(pod("p", [by_name("gpu", "c")], node="node-a"))

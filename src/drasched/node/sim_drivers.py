@@ -1,0 +1,291 @@
+"""Simulated nodes that run the example GPU driver: the ``drasched.io/sim-gpus`` Node annotation.
+
+A node in ``drasched simulate`` declares mock GPUs with one annotation instead of
+hand-written ResourceSlices::
+
+    metadata:
+      annotations:
+        drasched.io/sim-gpus: "count=4,model=NVIDIA A100-SXM4-80GB,memory=80Gi"
+
+Keys (all optional; defaults are those of ``drasched driver gpu --mock``): ``count``,
+``model``, ``memory`` (a quantity), ``driverVersion``, ``computeCapability``,
+``migCapable``, ``partitions`` (MIG-like partitions with shared counters), ``shared``
+(``allowMultipleAllocations`` with consumable memory), and ``driver`` (the DRA driver name,
+default ``gpu.drasched.io``). Booleans are ``true``/``false``; a bare ``partitions`` or
+``shared`` means true. Values cannot contain commas.
+
+**Why an annotation and not a ``SimulatedDriver`` object.** Every option of the mock
+driver is a scalar, so one ``key=value`` list expresses all of them; the inventory then
+lives on the Node it describes (no second object to keep in step with the node's name, no
+CRD to register for a kind that only the simulator reads), and deleting or editing the
+Node is all it takes to remove or change the GPUs. The annotation is what a user would
+write first, and it survives a round trip through ``kubectl get -o yaml``.
+
+What the simulated kubelet does with it (:class:`SimNodeDrivers`): when it first sees an
+annotated node it starts the mock ``GpuDriver`` there, once: the kit's publisher writes the
+node's ResourceSlices through the store and the in-process plugin is registered in the
+kubelet's :class:`~drasched.node.inprocess.DriverRegistry`. When the annotation changes it
+republishes (the pool's generation bumps, prepared claims stay prepared); when the
+annotation goes, turns invalid, or the node is deleted, it stops the driver: the plugin
+is deregistered and its slices are deleted. An invalid annotation is a Warning event
+(``InvalidSimGpus``) on the node; nothing else stops.
+
+CDI specs stay in memory (``cdi_dir=None``): the simulation runs the same CDI code and
+returns the same IDs without writing a file anywhere. With ``sockets=True`` each plugin is
+also served over real unix sockets (``PluginServer``) and registered through the kubelet's
+handshake, so the kubelet calls it over gRPC; the sockets live in a temporary directory
+owned by the run, removed by :meth:`SimNodeDrivers.close` (or when the object is collected).
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from drasched.api.errors import ApiError
+from drasched.node.client import KubeletPluginClient, register
+from drasched.node.gpu_driver import DRIVER_NAME, GpuDriver, MockGpuConfig
+from drasched.node.inprocess import DriverRegistry, start_driver, stop_driver
+from drasched.node.plugin import KubeletPlugin
+from drasched.node.publisher import PublishError, SlicePublisher
+from drasched.node.server import PluginServer
+from drasched.sim.context import SimContext
+
+Obj = dict[str, Any]
+
+SIM_GPUS_ANNOTATION = "drasched.io/sim-gpus"
+COMPONENT = "sim-kubelet"
+
+_BOOL_KEYS = ("migCapable", "partitions", "shared")
+_KEYS = ("count", "model", "memory", "driverVersion", "computeCapability", "driver", *_BOOL_KEYS)
+_TRUE = {"true": True, "false": False}
+
+
+@dataclass(frozen=True)
+class SimGpus:
+    """The parsed annotation: which driver, and what mock GPUs it reports."""
+
+    driver_name: str = DRIVER_NAME
+    count: int = MockGpuConfig.count
+    model: str = MockGpuConfig.model
+    memory: str = MockGpuConfig.memory
+    driver_version: str = MockGpuConfig.driver_version
+    compute_capability: str = MockGpuConfig.compute_capability
+    mig_capable: bool = MockGpuConfig.mig_capable
+    partitions: bool = False
+    shared: bool = False
+
+    def driver(self, node_name: str) -> GpuDriver:
+        """The mock driver for ``node_name`` (raises ValueError on a bad memory or version)."""
+        cfg = MockGpuConfig(count=self.count, model=self.model, memory=self.memory,
+                            driver_version=self.driver_version, compute_capability=self.compute_capability,
+                            mig_capable=self.mig_capable)
+        return GpuDriver.mock(node_name, cfg, name=self.driver_name, partitions=self.partitions,
+                              shared=self.shared)
+
+
+def parse_sim_gpus(text: str) -> SimGpus:
+    """Parse ``count=4,model=...,memory=80Gi[,partitions][,shared=true]``; ValueError names the key."""
+    values: dict[str, str] = {}
+    for raw in text.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        key, eq, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if key not in _KEYS:
+            raise ValueError(f"unknown key {key!r} (known: {', '.join(_KEYS)})")
+        if key in values:
+            raise ValueError(f"key {key!r} given twice")
+        if not eq:
+            if key not in _BOOL_KEYS:
+                raise ValueError(f"key {key!r} needs a value ({key}=...)")
+            value = "true"
+        values[key] = value
+    kwargs: dict[str, Any] = {}
+    if "count" in values:
+        try:
+            kwargs["count"] = int(values["count"])
+        except ValueError:
+            raise ValueError(f"count must be an integer, not {values['count']!r}") from None
+        if kwargs["count"] < 0:
+            raise ValueError(f"count must not be negative, not {values['count']}")
+    for key in _BOOL_KEYS:
+        if key in values:
+            if values[key].lower() not in _TRUE:
+                raise ValueError(f"{key} must be true or false, not {values[key]!r}")
+            kwargs[{"migCapable": "mig_capable"}.get(key, key)] = _TRUE[values[key].lower()]
+    for key, attr in (("model", "model"), ("memory", "memory"), ("driverVersion", "driver_version"),
+                      ("computeCapability", "compute_capability"), ("driver", "driver_name")):
+        if key in values:
+            if not values[key]:
+                raise ValueError(f"{key} must not be empty")
+            kwargs[attr] = values[key]
+    return SimGpus(**kwargs)
+
+
+@dataclass
+class _Running:
+    uid: str
+    spec: SimGpus
+    plugin: KubeletPlugin
+
+
+@dataclass
+class _Sockets:
+    """The run's socket directory and the servers in it (no reference back to its owner, so a
+    finalizer can clean up after it)."""
+
+    root: Path | None = None
+    served: dict[str, tuple[PluginServer, KubeletPluginClient, Path]] = field(default_factory=dict)
+
+    def directory(self) -> Path:
+        if self.root is None:  # short paths: a unix socket path holds at most 107 bytes
+            self.root = Path(tempfile.mkdtemp(prefix="drasched-sim-", dir="/tmp" if Path("/tmp").is_dir() else None))
+        return self.root
+
+    def stop(self, node_name: str) -> None:
+        entry = self.served.pop(node_name, None)
+        if entry is not None:
+            server, client, base = entry
+            client.close()
+            server.stop(grace=None)
+            shutil.rmtree(base, ignore_errors=True)
+
+    def close(self) -> None:
+        for node_name in sorted(self.served):
+            self.stop(node_name)
+        if self.root is not None:
+            shutil.rmtree(self.root, ignore_errors=True)
+            self.root = None
+
+
+class SimNodeDrivers:
+    """Keeps each annotated node's mock driver in step with its annotation (start once,
+    republish on change, stop when gone); the plugins go into ``registry``, in process or,
+    with ``sockets``, as clients of real gRPC servers."""
+
+    def __init__(self, registry: DriverRegistry, *, sockets: bool = False) -> None:
+        self.registry = registry
+        self.sockets = sockets
+        self._running: dict[str, _Running] = {}
+        self._warned: dict[tuple[str, str], str] = {}
+        self._socks = _Sockets()
+        self._seq = itertools.count(1)
+        self._finalizer = weakref.finalize(self, _Sockets.close, self._socks)
+
+    def close(self) -> None:
+        """Stop serving sockets and remove the run's socket directory; the store is left alone."""
+        self._finalizer()
+
+    def socket_dir(self) -> Path | None:
+        """The run's socket directory, once a plugin is served there."""
+        return self._socks.root
+
+    def running(self) -> dict[str, str]:
+        """Node name -> driver name, for every node whose mock driver runs."""
+        return {node: r.spec.driver_name for node, r in sorted(self._running.items())}
+
+    def sync(self, ctx: SimContext, nodes: Iterable[Obj]) -> bool:
+        """Bring every node's driver in step; True when slices or plugins changed."""
+        changed = False
+        seen: set[str] = set()
+        for node in nodes:
+            md = node.get("metadata") or {}
+            name, uid = md.get("name", ""), md.get("uid", "")
+            seen.add(name)
+            text = (md.get("annotations") or {}).get(SIM_GPUS_ANNOTATION)
+            current = self._running.get(name)
+            if text is None:
+                if current is not None:
+                    changed |= self._stop(ctx, name, f"annotation {SIM_GPUS_ANNOTATION} removed")
+                continue
+            try:
+                spec = parse_sim_gpus(text)
+                driver = spec.driver(name)
+            except ValueError as exc:
+                self._warn(ctx, node, "InvalidSimGpus", f"annotation {SIM_GPUS_ANNOTATION}={text!r}: {exc}"
+                           + ("; its mock driver stopped" if current is not None else "; no mock driver started"))
+                if current is not None:
+                    changed |= self._stop(ctx, name, f"annotation {SIM_GPUS_ANNOTATION} is invalid")
+                continue
+            if current is not None and current.uid == uid and current.spec == spec:
+                continue
+            if current is not None and (current.uid != uid or current.spec.driver_name != spec.driver_name):
+                changed |= self._stop(ctx, name, "node replaced" if current.uid != uid else "driver renamed")
+                current = None
+            try:
+                if current is None:
+                    plugin = start_driver(ctx.store, self.registry, name, driver)
+                    self._running[name] = _Running(uid, spec, plugin)
+                    if self.sockets:
+                        self._serve(name, plugin)
+                    ctx.decide(COMPONENT, "start-driver", node, f"driver {spec.driver_name} publishes "
+                               f"{spec.count} mock GPU(s) ({spec.model}, {spec.memory})")
+                else:
+                    self._republish(ctx, current, driver)
+                    current.spec = spec
+                    ctx.decide(COMPONENT, "republish-driver", node, f"driver {spec.driver_name} now publishes "
+                               f"{spec.count} mock GPU(s) ({spec.model}, {spec.memory})")
+            except (PublishError, ApiError) as exc:
+                self._warn(ctx, node, "FailedPublishResourceSlices",
+                           f"driver {spec.driver_name}: cannot publish ResourceSlices: {exc}")
+                continue
+            changed = True
+        for name in sorted(set(self._running) - seen):
+            changed |= self._stop(ctx, name, "node deleted")
+        return changed
+
+    def stop_all(self, ctx: SimContext) -> None:
+        """Stop every driver (deregister, delete its slices)."""
+        for name in sorted(self._running):
+            self._stop(ctx, name, "shutdown")
+
+    def _serve(self, node_name: str, plugin: KubeletPlugin) -> None:
+        """Serve the plugin on unix sockets and register it as the kubelet does (GetInfo, notify)."""
+        base = self._socks.directory() / f"n{next(self._seq)}"
+        server = PluginServer(plugin, registry_dir=base / "registry", plugin_dir=base / "plugin")
+        server.start()
+        try:
+            client = register(server.registration_socket)
+        except BaseException:
+            server.stop(grace=None)
+            raise
+        self._socks.served[node_name] = (server, client, base)
+        self.registry.register(node_name, client)
+
+    def _republish(self, ctx: SimContext, current: _Running, driver: GpuDriver) -> None:
+        """Swap the plugin's driver, keeping what it has prepared, and publish the new pools."""
+        plugin = current.plugin
+        old = plugin.driver
+        if isinstance(old, GpuDriver):
+            driver.prepared = old.prepared
+        plugin.driver = driver
+        plugin.refresh_inventory()
+        SlicePublisher(ctx.store, driver.name, plugin.node_name).publish(plugin.pools())
+
+    def _stop(self, ctx: SimContext, node_name: str, why: str) -> bool:
+        running = self._running.pop(node_name)
+        self._socks.stop(node_name)
+        try:
+            stop_driver(ctx.store, self.registry, node_name, running.spec.driver_name)
+        except ApiError as exc:  # the plugin is gone either way; leftover slices are reported
+            ctx.decide(COMPONENT, "FailedUnpublishResourceSlices", f"Node/{node_name}",
+                       f"driver {running.spec.driver_name}: {exc}")
+        ctx.decide(COMPONENT, "stop-driver", f"Node/{node_name}", f"driver {running.spec.driver_name} stopped "
+                   f"({why}); its ResourceSlices are deleted")
+        return True
+
+    def _warn(self, ctx: SimContext, node: Obj, reason: str, message: str) -> None:
+        key = ((node.get("metadata") or {}).get("uid", ""), reason)
+        if self._warned.get(key) == message:
+            return
+        self._warned[key] = message
+        ctx.event(node, "Warning", reason, message, component=COMPONENT)
+        ctx.decide(COMPONENT, reason, node, message)

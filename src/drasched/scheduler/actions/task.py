@@ -1,0 +1,198 @@
+"""One pod: claims resolved, queue limits, static predicates, vector fit, node order, allocator.
+
+The allocator runs last and lazily: on the feasible nodes in score order until one works,
+and the allocation it found there is the one bound (never computed twice). A node where
+pods of the same equivalence class already failed, unchanged since, is not asked again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from drasched.api.resource import RESERVED_FOR_MAX_SIZE
+from drasched.dra import explain as ex
+from drasched.dra.allocator import AllocationOutcome
+from drasched.dra.explain import Reason
+from drasched.dra.extended import implicit_name
+from drasched.scheduler.accounting import ALLOCATED, demand_with_claims
+from drasched.scheduler.claims import PodClaim
+from drasched.scheduler.messages import Diagnosis, queue_limit_message
+from drasched.scheduler.plugins.fit import RowNeed, class_reasons, fit_mask, fit_reasons
+from drasched.scheduler.plugins.nodeorder import order_nodes
+from drasched.scheduler.plugins.predicates import StaticResult
+from drasched.scheduler.podinfo import PodInfo
+from drasched.scheduler.session import Session, Statement
+from drasched.scheduler.snapshot import GroupInfo
+
+MSG_OUTSIDE_DOMAIN = "node(s) outside the pod group's topology domain"
+EXPLAIN_LIMIT = 32
+"""Up to this many nodes rejected by the device-count pre-filter are explained by the allocator itself."""
+ClassNeeds = list[tuple[str, RowNeed]]
+
+
+def task_needs(session: Session, t: PodInfo) -> tuple[list[RowNeed], ClassNeeds]:
+    """Container rows the pod needs, and per-class device counts its unallocated claims surely need."""
+    snap = session.snap
+    container = session.needs_cache.get(t.eq_key)
+    if container is None:
+        pos = snap.index.pos
+        container = [RowNeed(pos[r], r, v) for r, v in sorted(t.requests.items(), key=lambda kv: pos[kv[0]])]
+        session.needs_cache[t.eq_key] = container
+    per_class: dict[str, int] = {}
+    for c in snap.pod_claims.get(t.key, ()):
+        if c.key is None or session.claim_allocation(c.key) is not None:
+            continue
+        for cls, n in snap.claims[c.key].prefilter.items():
+            if cls in snap.class_rows and cls not in snap.multi_classes:
+                per_class[cls] = per_class.get(cls, 0) + n
+    classes = [(cls, RowNeed(snap.class_rows[cls], implicit_name(cls), float(n)))
+               for cls, n in sorted(per_class.items())]
+    return container, classes
+
+
+def over_limit(session: Session, queue: str, demand: Mapping[str, float]) -> tuple[str, str] | None:
+    """The first (queue, dimension) whose limit ``demand`` would exceed, from the leaf up."""
+    tree = session.snap.queues
+    for q in tree.ancestors(queue):
+        info = tree.queues[q]
+        if not info.resources:
+            continue
+        cur = session.usage.of(ALLOCATED, q)
+        for d, v in demand.items():
+            lim = info.settings(d).limit
+            if lim is not None and v > 0 and cur.get(d, 0.0) + v > float(lim) + 1e-9:
+                return q, d
+    return None
+
+
+def _reservation_problem(session: Session, c: PodClaim, consumer_uid: str) -> str | None:
+    assert c.key is not None
+    uids = {r.get("uid") for r in session.reservations(c.key)}
+    if consumer_uid in uids or len(uids) < RESERVED_FOR_MAX_SIZE:
+        return None
+    return f"ResourceClaim {c.key} is already reserved for {RESERVED_FOR_MAX_SIZE} consumers, the maximum"
+
+
+def place_task(session: Session, stmt: Statement, g: GroupInfo, t: PodInfo, mask: np.ndarray | None) -> str | None:
+    """Place one pod (restricted to ``mask`` if given); return ``None`` or why it does not fit."""
+    snap = session.snap
+    if t.error:
+        return t.error
+    resolved = snap.pod_claims.get(t.key, [])
+    waits = [c.waiting for c in resolved if c.waiting]
+    if waits:
+        return "; ".join(w for w in waits if w)
+    claims = [c for c in resolved if c.key]
+    for c in claims:
+        problem = _reservation_problem(session, c, g.ref["uid"] if c.group else t.uid)
+        if problem:
+            return problem
+    fresh = session.usage.new_claims(ALLOCATED, g.queue, [c.key for c in claims if c.key])
+    over = over_limit(session, g.queue, demand_with_claims(snap, t, fresh))
+    if over is not None:
+        return queue_limit_message(snap.n_nodes, *over)
+
+    container, classes = task_needs(session, t)
+    st = session.static(t)
+    base = st.ok if mask is None else st.ok & mask
+    pins = [(c.key, m) for c in claims if c.key and (m := session.allocation_nodes(c.key)) is not None]
+    for _, m in pins:
+        base = base & m
+    all_needs = container + [n for _, n in classes]
+    if any(n.row in session.class_row_set for n in container):
+        feasible = np.zeros_like(base)
+    else:
+        feasible = fit_mask(session.idle, all_needs, base)
+    candidates = np.flatnonzero(feasible)
+    tried: dict[int, list[Reason]] = {}
+    if candidates.size:
+        order = order_nodes(snap.allocatable, session.used, all_needs, candidates, session.config.node_order,
+                            session.weights)
+        if not claims:
+            stmt.assign(t, g, int(order[0]), container, [], [], [])
+            return None
+        chosen, outcome, error = _allocate_first(session, t, claims, order, tried)
+        if error is not None:
+            return error
+        if chosen is not None and outcome is not None:
+            stmt.assign(t, g, chosen, container, claims, outcome.allocations, outcome.newly_allocated)
+            return None
+    explain = (lambda j: _explain(session, t, claims, j)) if claims else None
+    return _diagnose(session, st, mask, container, classes, pins, tried, explain).message()
+
+
+def _explain(session: Session, t: PodInfo, claims: list[PodClaim], j: int) -> list[Reason]:
+    snap = session.snap
+    objs = [session.claim_for_allocator(c.key) for c in claims if c.key]
+    try:
+        out = snap.allocator.allocate(snap.nodes[j].obj, objs, snap.namespace_labels.get(t.namespace, {}))
+    except Exception:  # explanations are best effort
+        return []
+    return out.reasons
+
+
+def _allocate_first(session: Session, t: PodInfo, claims: list[PodClaim], order: np.ndarray,
+                    tried: dict[int, list[Reason]]) -> tuple[int | None, AllocationOutcome | None, str | None]:
+    """Ask the allocator node by node in ``order``; the first success wins."""
+    snap = session.snap
+    keys = [c.key for c in claims if c.key]
+    objs = [session.claim_for_allocator(k) for k in keys]
+    state_key = "|".join(k if session.claim_allocation(k) is not None else "" for k in keys)
+    ns_labels = snap.namespace_labels.get(t.namespace, {})
+    for pos in order:
+        j = int(pos)
+        cache_key = (t.eq_key + "#" + state_key, j)
+        version = session.dra_version(j)
+        hit = session.dra_failures.get(cache_key)
+        if hit is not None and hit[0] == version:
+            tried[j] = hit[1]
+            continue
+        try:
+            outcome = snap.allocator.allocate(snap.nodes[j].obj, objs, ns_labels)
+        except Exception as exc:  # a bug or bad input in one pod must not stop the cycle
+            return None, None, f"allocating resource claims failed: {type(exc).__name__}: {exc}"
+        if outcome.pod_error:
+            return None, None, outcome.pod_error
+        if outcome.ok:
+            return j, outcome, None
+        session.dra_failures[cache_key] = (version, outcome.reasons)
+        tried[j] = outcome.reasons
+    return None, None, None
+
+
+def _diagnose(session: Session, st: StaticResult, mask: np.ndarray | None, container: list[RowNeed],
+              classes: ClassNeeds, pins: list[tuple[str, np.ndarray]], tried: dict[int, list[Reason]],
+              explain: Callable[[int], list[Reason]] | None) -> Diagnosis:
+    """Per-node reasons, computed only for a pod that fits nowhere."""
+    d = Diagnosis(session.snap.n_nodes)
+    among = np.ones(session.snap.n_nodes, dtype=bool)
+    if mask is not None:
+        outside = int((~mask).sum())
+        if outside:
+            d.counts[MSG_OUTSIDE_DOMAIN] += outside
+        among = mask.copy()
+    for idx in np.flatnonzero(among & ~st.ok):
+        reason = st.reasons[int(idx)]
+        if reason:
+            d.counts[reason] += 1
+    among &= st.ok
+    failing = fit_reasons(session.idle, container, among, session.class_row_set, d.counts)
+    among &= ~failing
+    for key, pinned in pins:
+        elsewhere = int((among & ~pinned).sum())
+        if elsewhere:
+            d.add_dra(elsewhere, [Reason(ex.CLAIM_ELSEWHERE, claim=key)])
+        among &= pinned
+    short = among & ~fit_mask(session.idle, [n for _, n in classes], among)
+    if explain is not None and 0 < int(short.sum()) <= EXPLAIN_LIMIT:
+        for idx in np.flatnonzero(short):
+            reasons = explain(int(idx))
+            if reasons:
+                d.add_dra(1, reasons)
+                short[idx] = False
+    d.add_dra(*class_reasons(session.idle, session.used, classes, short))
+    for reasons in tried.values():
+        d.add_dra(1, reasons)
+    return d

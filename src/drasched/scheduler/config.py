@@ -1,0 +1,207 @@
+"""The scheduler's one YAML configuration: defaults, loading, and validation with clear errors.
+
+Example (every key optional)::
+
+    apiVersion: scheduling.drasched.io/v1alpha1
+    kind: SchedulerConfiguration
+    schedulerNames: [drasched]        # pods whose spec.schedulerName we schedule ([] = every pod)
+    actions: [allocate]
+    cyclePeriod: 1s
+    nodeOrder: binpack                # or spread
+    plugins:
+      nodeOrder: {resourceWeights: {nvidia.com/gpu: 10, cpu: 1, memory: 1}}
+      taintToleration: {enabled: true}
+    gpu:
+      deviceClasses: [gpu.example.com]  # DeviceClasses that serve GPUs (besides those whose
+                                        # extendedResourceName is nvidia.com/gpu)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from drasched.scheduler.constants import GPU, SCHEDULER_NAME
+
+ACTIONS = ("allocate",)
+"""Actions this build knows, in the order a cycle may run them."""
+
+STRATEGIES = ("binpack", "spread")
+PREDICATES = ("nodeUnschedulable", "nodeSelector", "nodeAffinity", "taintToleration", "podCount",
+              "resourceFit", "dra")
+PLUGINS = (*PREDICATES, "nodeOrder", "topology")
+_TOP_KEYS = ("apiVersion", "kind", "schedulerNames", "actions", "cyclePeriod", "nodeOrder", "plugins", "gpu")
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)$")
+_DURATION_SCALE = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+DEFAULT_WEIGHTS = {GPU: 10.0, "cpu": 1.0, "memory": 1.0}
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names every bad key."""
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """Validated settings; build with :func:`load_config` or use the defaults."""
+
+    scheduler_names: tuple[str, ...] = (SCHEDULER_NAME,)
+    actions: tuple[str, ...] = ACTIONS
+    cycle_period_seconds: float = 1.0
+    node_order: str = "binpack"
+    resource_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    disabled_plugins: frozenset[str] = frozenset()
+    gpu_device_classes: frozenset[str] = frozenset()
+
+    def enabled(self, plugin: str) -> bool:
+        return plugin not in self.disabled_plugins
+
+    def schedules(self, scheduler_name: str | None) -> bool:
+        """Whether pods with this ``spec.schedulerName`` are ours (no names: all of them)."""
+        return not self.scheduler_names or (scheduler_name or "default-scheduler") in self.scheduler_names
+
+    @staticmethod
+    def embedded() -> SchedulerConfig:
+        """Defaults for ``drasched simulate``: no other scheduler runs there, so every pod is ours."""
+        return replace(SchedulerConfig(), scheduler_names=())
+
+
+def parse_duration(value: Any) -> float:
+    """``500ms``, ``1s``, ``2m``, ``1h`` (or a bare number of seconds) -> seconds."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    m = _DURATION.match(str(value).strip())
+    if not m:
+        raise ValueError(f"{value!r} is not a duration (e.g. 500ms, 1s, 2m)")
+    return float(m.group(1)) * _DURATION_SCALE[m.group(2)]
+
+
+def _string_list(raw: Any, where: str, errors: list[str]) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(x, str) and x for x in raw):
+        errors.append(f"{where}: must be a list of non-empty strings")
+        return ()
+    return tuple(raw)
+
+
+def _parse_plugins(raw: Any, errors: list[str]) -> tuple[frozenset[str], dict[str, float] | None]:
+    disabled: set[str] = set()
+    weights: dict[str, float] | None = None
+    if not isinstance(raw, dict):
+        errors.append("plugins: must be a map from plugin name to its arguments")
+        return frozenset(), None
+    for name, args in raw.items():
+        where = f"plugins.{name}"
+        if name not in PLUGINS:
+            errors.append(f"{where}: unknown plugin (known: {', '.join(PLUGINS)})")
+            continue
+        args = args or {}
+        if not isinstance(args, dict):
+            errors.append(f"{where}: must be a map of arguments")
+            continue
+        allowed = {"enabled"} | ({"resourceWeights"} if name == "nodeOrder" else set())
+        for key in sorted(set(args) - allowed):
+            errors.append(f"{where}.{key}: unknown argument (known: {', '.join(sorted(allowed))})")
+        enabled = args.get("enabled", True)
+        if not isinstance(enabled, bool):
+            errors.append(f"{where}.enabled: must be true or false")
+        elif not enabled:
+            disabled.add(name)
+        if "resourceWeights" in args:
+            rw = args["resourceWeights"]
+            if not isinstance(rw, dict):
+                errors.append(f"{where}.resourceWeights: must be a map from resource name to a number")
+                continue
+            weights = {}
+            for res, w in rw.items():
+                if isinstance(w, bool) or not isinstance(w, int | float) or w < 0:
+                    errors.append(f"{where}.resourceWeights.{res}: must be a number >= 0, got {w!r}")
+                else:
+                    weights[str(res)] = float(w)
+    return frozenset(disabled), weights
+
+
+def config_from_dict(raw: Any, base: SchedulerConfig | None = None) -> SchedulerConfig:
+    """Validate a decoded YAML document; raise ``ConfigError`` listing every problem.
+
+    Keys the document leaves out keep their value in ``base`` (the defaults if ``None``).
+    """
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError("config: the document must be a map")
+    errors: list[str] = []
+    for key in raw:
+        if key not in _TOP_KEYS:
+            errors.append(f"{key}: unknown key (known: {', '.join(_TOP_KEYS)})")
+    if raw.get("kind", "SchedulerConfiguration") != "SchedulerConfiguration":
+        errors.append(f"kind: must be SchedulerConfiguration, got {raw.get('kind')!r}")
+    cfg = base or SchedulerConfig()
+    changes: dict[str, Any] = {}
+    if "schedulerNames" in raw:
+        names = raw["schedulerNames"]
+        changes["scheduler_names"] = () if names == [] else _string_list(names, "schedulerNames", errors)
+    if "actions" in raw:
+        actions = _string_list(raw["actions"], "actions", errors)
+        for a in actions:
+            if a not in ACTIONS:
+                errors.append(f"actions: unknown action {a!r} (known: {', '.join(ACTIONS)})")
+        if not actions and isinstance(raw["actions"], list):
+            errors.append("actions: at least one action is needed")
+        changes["actions"] = actions
+    if "cyclePeriod" in raw:
+        try:
+            period = parse_duration(raw["cyclePeriod"])
+            if period <= 0:
+                errors.append("cyclePeriod: must be positive")
+            changes["cycle_period_seconds"] = period
+        except ValueError as exc:
+            errors.append(f"cyclePeriod: {exc}")
+    if "nodeOrder" in raw:
+        if raw["nodeOrder"] not in STRATEGIES:
+            errors.append(f"nodeOrder: must be one of {', '.join(STRATEGIES)}, got {raw['nodeOrder']!r}")
+        changes["node_order"] = raw["nodeOrder"]
+    if "plugins" in raw:
+        disabled, weights = _parse_plugins(raw["plugins"], errors)
+        changes["disabled_plugins"] = disabled
+        if weights is not None:
+            changes["resource_weights"] = weights
+    if "gpu" in raw:
+        gpu = raw["gpu"]
+        if not isinstance(gpu, dict):
+            errors.append("gpu: must be a map with deviceClasses")
+        else:
+            for key in sorted(set(gpu) - {"deviceClasses"}):
+                errors.append(f"gpu.{key}: unknown key (known: deviceClasses)")
+            if "deviceClasses" in gpu:
+                changes["gpu_device_classes"] = frozenset(
+                    _string_list(gpu["deviceClasses"], "gpu.deviceClasses", errors))
+    if errors:
+        raise ConfigError("invalid scheduler configuration:\n  " + "\n  ".join(errors))
+    return replace(cfg, **changes)
+
+
+def config_from_yaml(text: str, base: SchedulerConfig | None = None, where: str = "config") -> SchedulerConfig:
+    """Parse and validate YAML text (a file's or a ConfigMap's)."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: not valid YAML: {exc}") from None
+    try:
+        return config_from_dict(raw, base)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def load_config(path: str | Path | None) -> SchedulerConfig:
+    """Read and validate a config file; ``None`` gives the defaults."""
+    if path is None:
+        return SchedulerConfig()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read scheduler configuration {path}: {exc.strerror}") from None
+    return config_from_yaml(text, where=str(path))

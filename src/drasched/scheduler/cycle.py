@@ -1,0 +1,111 @@
+"""One scheduling cycle, pure: a snapshot in, the writes it wants out (no I/O here)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from drasched.scheduler.accounting import ALLOCATED, REQUESTED
+from drasched.scheduler.actions import ACTIONS
+from drasched.scheduler.config import SchedulerConfig
+from drasched.scheduler.constants import DEFAULT_QUEUE, POD_SCHEDULED, UNSCHEDULABLE
+from drasched.scheduler.fairshare import fair_shares
+from drasched.scheduler.podinfo import PodInfo
+from drasched.scheduler.queuestatus import queue_status, status_changed
+from drasched.scheduler.session import Placement, Session
+from drasched.scheduler.snapshot import Snapshot
+
+Obj = dict[str, Any]
+BIND_REQUEST_API = "scheduling.drasched.io/v1alpha1"
+
+
+@dataclass
+class CycleResult:
+    """Everything a cycle decided; the controller turns it into API writes."""
+
+    bind_requests: list[Obj] = field(default_factory=list)
+    replace_bind_requests: list[Obj] = field(default_factory=list)
+    """Failed or stale BindRequests to delete before the new ones are created."""
+    pod_conditions: list[tuple[PodInfo, Obj]] = field(default_factory=list)
+    """Pods whose PodScheduled condition changes, with the new condition."""
+    queue_statuses: list[tuple[Obj, Obj]] = field(default_factory=list)
+    """(Queue object, new status) for queues whose status changed."""
+    create_default_queue: bool = False
+    group_messages: dict[str, str] = field(default_factory=dict)
+    """PodGroup key -> why it is not placed (only real PodGroups)."""
+    groups_placed: dict[str, int] = field(default_factory=dict)
+    """PodGroup key -> pods placed this cycle."""
+    placements: list[Placement] = field(default_factory=list)
+    shares: dict[str, dict[str, Fraction]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def bind_request(p: Placement, node: str) -> Obj:
+    pod = p.pod
+    spec: Obj = {"podName": pod.name, "podUID": pod.uid, "selectedNode": node}
+    if p.claims:
+        spec["resourceClaimAllocations"] = p.claims
+    return {
+        "apiVersion": BIND_REQUEST_API,
+        "kind": "BindRequest",
+        "metadata": {
+            "name": pod.name,
+            "namespace": pod.namespace,
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod.name, "uid": pod.uid,
+                                 "controller": True, "blockOwnerDeletion": True}],
+        },
+        "spec": spec,
+    }
+
+
+def unschedulable_condition(message: str, now: str) -> Obj:
+    return {"type": POD_SCHEDULED, "status": "False", "reason": UNSCHEDULABLE, "message": message,
+            "lastProbeTime": None, "lastTransitionTime": now}
+
+
+def _false_since(pod: PodInfo) -> str | None:
+    if pod.condition is None or pod.condition[0] != "False":
+        return None
+    for c in (pod.obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == POD_SCHEDULED:
+            return c.get("lastTransitionTime")
+    return None
+
+
+def _queue_demand(session: Session) -> dict[str, dict[str, Fraction]]:
+    return {q: {d: Fraction(v) for d, v in dims.items() if v > 0}
+            for q, dims in session.usage.own[REQUESTED].items()}
+
+
+def run_cycle(snap: Snapshot, config: SchedulerConfig, now: str) -> CycleResult:
+    """Run the configured actions on a fresh session and collect the decisions."""
+    started = time.perf_counter()
+    session = Session(snap, config)
+    shares = fair_shares(snap.queues, snap.capacity, _queue_demand(session))
+    for name in config.actions:
+        ACTIONS[name](session, shares)
+    out = CycleResult(shares=shares, group_messages=dict(session.group_messages))
+    for key, p in session.placements.items():
+        out.placements.append(p)
+        out.bind_requests.append(bind_request(p, snap.nodes[p.node].name))
+        stale = snap.stale_bind_requests.get(key)
+        if stale is not None:
+            out.replace_bind_requests.append(stale)
+        if not snap.groups[p.group].implicit:
+            out.groups_placed[p.group] = out.groups_placed.get(p.group, 0) + 1
+    for key, message in session.unschedulable.items():
+        pod = snap.pods[key]
+        if pod.condition != ("False", UNSCHEDULABLE, message):
+            since = _false_since(pod) or now  # the transition is to False, not to a new message
+            out.pod_conditions.append((pod, unschedulable_condition(message, since)))
+    for name, q in snap.queues.queues.items():
+        status = queue_status(q, session.usage.of(ALLOCATED, name), session.usage.of(REQUESTED, name),
+                              shares.get(name, {}), now)
+        if q.obj is None:
+            out.create_default_queue = name == DEFAULT_QUEUE and bool(session.usage.of(REQUESTED, name))
+        elif status_changed(q, status):
+            out.queue_statuses.append((q.obj, status))
+    out.seconds = time.perf_counter() - started
+    return out

@@ -1,0 +1,1 @@
+"""Predicates and scorers: pure functions of a snapshot (or session) and one pod."""

@@ -1,0 +1,85 @@
+"""Resource fit on vectors: one pod against every node, one comparison per requested resource.
+
+Container requests are compared on the rows they name (``pods`` is the pod-count
+predicate). Claims add a necessary condition per DeviceClass row: a node with fewer
+matching free devices than a claim's ExactCount requests cannot satisfy it, so the
+allocator is never asked there. Rows of classes whose devices allow multiple allocations
+are skipped (their in-use count does not bound what is left).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from drasched.dra import explain as ex
+from drasched.dra.explain import Reason
+from drasched.scheduler.constants import PODS
+
+MSG_TOO_MANY_PODS = "too many pods"
+
+
+@dataclass(frozen=True, slots=True)
+class RowNeed:
+    """``value`` units of row ``row`` (named ``name``) on one node."""
+
+    row: int
+    name: str
+    value: float
+
+
+def insufficient(name: str) -> str:
+    return MSG_TOO_MANY_PODS if name == PODS else f"insufficient {name}"
+
+
+def dra_only_message(name: str) -> str:
+    return f"{name} is served by DRA on this node; extended-resource requests for DRA devices are not supported yet"
+
+
+def fit_mask(idle: np.ndarray, needs: Sequence[RowNeed], base: np.ndarray) -> np.ndarray:
+    """Nodes in ``base`` where every need fits in ``idle``."""
+    mask = base.copy()
+    for n in needs:
+        mask &= idle[n.row] >= n.value
+    return mask
+
+
+def fit_reasons(idle: np.ndarray, needs: Sequence[RowNeed], among: np.ndarray, blocked_rows: frozenset[int],
+                into: Counter[str]) -> np.ndarray:
+    """Count, per reason, the nodes of ``among`` where a need does not fit; return the failing nodes."""
+    failing = np.zeros_like(among)
+    for n in needs:
+        if n.row in blocked_rows:
+            bad = among.copy()
+            text = dra_only_message(n.name)
+        else:
+            bad = among & (idle[n.row] < n.value)
+            text = insufficient(n.name)
+        k = int(bad.sum())
+        if k:
+            into[text] += k
+            failing |= bad
+    return failing
+
+
+def class_reasons(idle: np.ndarray, used: np.ndarray, needs: Sequence[tuple[str, RowNeed]],
+                  among: np.ndarray) -> tuple[int, list[Reason]]:
+    """Nodes of ``among`` without enough free devices of a class, and the reasons in the allocator's words.
+
+    One reason per class sums over the nodes (as :func:`~drasched.dra.explain.summarize` would).
+    """
+    failing = np.zeros_like(among)
+    reasons: list[Reason] = []
+    for cls, n in needs:
+        bad = among & (idle[n.row] < n.value)
+        if not bad.any():
+            continue
+        in_use = int(used[n.row][bad].sum())
+        free = int(np.maximum(idle[n.row][bad], 0).sum())
+        reasons.append(Reason(ex.INSUFFICIENT, class_name=cls, needed=int(n.value),
+                              counts={ex.IN_USE: in_use} if in_use else {}, free=free))
+        failing |= bad
+    return int(failing.sum()), reasons

@@ -1,0 +1,133 @@
+"""What the scheduler needs from one pod or node, parsed once per object version."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from drasched.api.quantity import QuantityError
+from drasched.scheduler.claims import ClaimEntry, claim_entries
+from drasched.scheduler.constants import POD_GROUP_LABEL, POD_SCHEDULED, PODS, QUEUE_LABEL
+from drasched.scheduler.resources import pod_requests, to_units
+
+Obj = dict[str, Any]
+TERMINAL = ("Succeeded", "Failed")
+DEFAULT_MAX_PODS = 110.0
+
+
+@dataclass(slots=True, eq=False)
+class PodInfo:
+    """A pod as the scheduler sees it; ``obj`` is the cached wire dict (never mutated)."""
+
+    key: str
+    namespace: str
+    name: str
+    uid: str
+    obj: Obj
+    requests: dict[str, float]
+    error: str | None
+    priority: int
+    created: str
+    node_name: str
+    phase: str
+    deleting: bool
+    scheduler_name: str
+    gated: bool
+    queue_label: str | None
+    group_label: str | None
+    node_selector: dict[str, str]
+    required_affinity: Obj | None
+    tolerations: tuple[Obj, ...]
+    claim_entries: tuple[ClaimEntry, ...]
+    condition: tuple[str, str, str] | None
+    static_key: str
+    """Equal for pods with the same node selector, required affinity and tolerations."""
+    eq_key: str
+    """Equal for pods with identical scheduling requirements (same template)."""
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in TERMINAL
+
+
+def _scheduled_condition(obj: Obj) -> tuple[str, str, str] | None:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == POD_SCHEDULED:
+            return (str(c.get("status", "")), str(c.get("reason", "")), str(c.get("message", "")))
+    return None
+
+
+def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int]) -> PodInfo:
+    md = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    labels = md.get("labels") or {}
+    error = None
+    try:
+        requests = pod_requests(spec)
+    except (QuantityError, TypeError, ValueError) as exc:
+        requests = {PODS: 1.0}
+        error = f"pod has a malformed resource request: {exc}"
+    priority = spec.get("priority")
+    if priority is None:
+        priority = priority_of_class.get(spec.get("priorityClassName") or "", 0)
+    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution")
+    tolerations = tuple(spec.get("tolerations") or ())
+    node_selector = dict(spec.get("nodeSelector") or {})
+    static_key = json.dumps([node_selector, affinity, tolerations], sort_keys=True, separators=(",", ":"))
+    entries = claim_entries(spec)
+    eq = json.dumps([static_key, sorted(requests.items()),
+                     [(e.name, e.claim_name, e.template_name) for e in entries]], separators=(",", ":"))
+    return PodInfo(
+        key=key,
+        namespace=str(md.get("namespace", "")),
+        name=str(md.get("name", "")),
+        uid=str(md.get("uid", "")),
+        obj=obj,
+        requests=requests,
+        error=error,
+        priority=int(priority or 0),
+        created=str(md.get("creationTimestamp") or ""),
+        node_name=str(spec.get("nodeName") or ""),
+        phase=str((obj.get("status") or {}).get("phase") or "Pending"),
+        deleting=bool(md.get("deletionTimestamp")),
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        gated=bool(spec.get("schedulingGates")),
+        queue_label=labels.get(QUEUE_LABEL),
+        group_label=labels.get(POD_GROUP_LABEL),
+        node_selector=node_selector,
+        required_affinity=affinity,
+        tolerations=tolerations,
+        claim_entries=entries,
+        condition=_scheduled_condition(obj),
+        static_key=static_key,
+        eq_key=eq,
+    )
+
+
+@dataclass(slots=True, eq=False)
+class NodeInfo:
+    name: str
+    index: int
+    labels: dict[str, str]
+    taints: tuple[Obj, ...]
+    unschedulable: bool
+    allocatable: dict[str, float]
+    obj: Obj
+
+
+def parse_node(obj: Obj, index: int) -> NodeInfo:
+    md = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    raw = status.get("allocatable") or status.get("capacity") or {}
+    allocatable: dict[str, float] = {}
+    for name, value in raw.items():
+        try:
+            allocatable[name] = to_units(name, value)
+        except (QuantityError, TypeError):
+            continue  # a malformed node quantity counts as none of that resource
+    allocatable.setdefault(PODS, DEFAULT_MAX_PODS)
+    return NodeInfo(str(md.get("name", "")), index, dict(md.get("labels") or {}),
+                    tuple(spec.get("taints") or ()), bool(spec.get("unschedulable")), allocatable, obj)

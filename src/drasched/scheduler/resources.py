@@ -1,0 +1,126 @@
+"""Resource amounts as numbers: units, pod requests, and the per-snapshot resource index.
+
+Vectors hold float64 in integral units so comparisons are exact: cpu in millicores,
+everything else in whole base units (bytes, devices, pods), rounded up as upstream's
+``Value()`` does. Floats stay exact for integers below 2**53, far above any node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+from drasched.api.quantity import Format, Quantity, QuantityError
+from drasched.scheduler.constants import CPU, FIRST_RESOURCES, MEMORY, PODS
+
+Obj = dict[str, Any]
+Requests = dict[str, float]
+"""Resource name -> amount in vector units."""
+
+_BINARY = frozenset({MEMORY, "ephemeral-storage"})
+
+
+@lru_cache(maxsize=65536)
+def _units_cached(name: str, raw: str | int | float) -> float:
+    q = Quantity.parse(raw)
+    return float(q.milli_value() if name == CPU else q.value_int())
+
+
+def to_units(name: str, raw: str | int | float) -> float:
+    """A wire quantity of resource ``name`` in vector units; raises ``QuantityError``."""
+    return _units_cached(name, raw)
+
+
+def exact_units(name: str, raw: str | int | float) -> Fraction:
+    """Like :func:`to_units` but exact (queue quotas may be fractional, e.g. ``1.5`` GPUs)."""
+    q = Quantity.parse(raw)
+    return q.value * 1000 if name == CPU else q.value
+
+
+def format_units(name: str, units: float | Fraction) -> str:
+    """Vector units back to a canonical quantity string (rounded down to the milli-unit)."""
+    value = Fraction(units) / 1000 if name == CPU else Fraction(units)
+    if value.denominator == 1:
+        fmt = Format.BINARY_SI if name in _BINARY else Format.DECIMAL_SI
+        return str(Quantity.from_int(int(value), fmt))
+    if name in _BINARY:
+        return str(Quantity.from_int(int(value), Format.BINARY_SI))
+    return str(Quantity.from_milli(int(value * 1000), Format.DECIMAL_SI))
+
+
+def _container_requests(container: Obj) -> dict[str, float]:
+    res = container.get("resources") or {}
+    requests = dict(res.get("requests") or {})
+    # The API server defaults a missing request to the limit.
+    for name, value in (res.get("limits") or {}).items():
+        requests.setdefault(name, value)
+    return {name: to_units(name, value) for name, value in requests.items()}
+
+
+def _add(into: dict[str, float], more: Mapping[str, float]) -> None:
+    for k, v in more.items():
+        into[k] = into.get(k, 0.0) + v
+
+
+def _max(into: dict[str, float], more: Mapping[str, float]) -> None:
+    for k, v in more.items():
+        if v > into.get(k, 0.0):
+            into[k] = v
+
+
+def pod_requests(spec: Obj) -> Requests:
+    """Upstream ``PodRequests``: containers summed, init containers as a max, sidecars added, overhead.
+
+    Includes ``pods: 1``. Raises ``QuantityError`` on a malformed quantity.
+    """
+    total: dict[str, float] = {}
+    for c in spec.get("containers") or []:
+        _add(total, _container_requests(c))
+    init_max: dict[str, float] = {}
+    sidecars: dict[str, float] = {}
+    for c in spec.get("initContainers") or []:
+        req = _container_requests(c)
+        if c.get("restartPolicy") == "Always":
+            _add(total, req)
+            _add(sidecars, req)
+            _max(init_max, sidecars)
+        else:
+            step = dict(sidecars)
+            _add(step, req)
+            _max(init_max, step)
+    _max(total, init_max)
+    for name, value in (spec.get("overhead") or {}).items():
+        _add(total, {name: to_units(name, value)})
+    total[PODS] = total.get(PODS, 0.0) + 1.0
+    return {k: v for k, v in total.items() if v}
+
+
+@dataclass(frozen=True)
+class ResourceIndex:
+    """Resource names in a fixed order for one snapshot: cpu, memory, pods, gpu, then the rest sorted."""
+
+    names: tuple[str, ...]
+    pos: dict[str, int] = field(default_factory=dict, compare=False)
+
+    @staticmethod
+    def build(extra: Iterable[str]) -> ResourceIndex:
+        rest = sorted(set(extra) - set(FIRST_RESOURCES))
+        names = (*FIRST_RESOURCES, *rest)
+        return ResourceIndex(names, {n: i for i, n in enumerate(names)})
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+__all__ = [
+    "QuantityError",
+    "Requests",
+    "ResourceIndex",
+    "exact_units",
+    "format_units",
+    "pod_requests",
+    "to_units",
+]

@@ -1,0 +1,219 @@
+"""A session: one cycle's mutable view of a snapshot, changed only through Statements.
+
+Every change (a pod placed, a claim allocated, queue usage added) pushes its undo onto a
+journal, so a Statement can roll back to any checkpoint: a gang that does not fit as a
+whole leaves no trace, the allocator's state (devices in use, shared counters, consumed
+capacity) included. Reclaim and preemption (issue 7) add their operations the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from drasched.dra.allocated_state import AllocatedState
+from drasched.dra.explain import Reason
+from drasched.dra.extended import implicit_name
+from drasched.scheduler.accounting import ALLOCATED, QueueUsage, demand_with_claims, initial_usage
+from drasched.scheduler.claims import PodClaim
+from drasched.scheduler.config import SchedulerConfig
+from drasched.scheduler.constants import GPU
+from drasched.scheduler.plugins.fit import RowNeed
+from drasched.scheduler.plugins.predicates import StaticResult, node_selector_mask, static_filter
+from drasched.scheduler.podinfo import PodInfo
+from drasched.scheduler.snapshot import GroupInfo, Snapshot
+
+Obj = dict[str, Any]
+
+
+@dataclass(slots=True)
+class Placement:
+    """A pod placed in this session, with the BindRequest entries for its claims."""
+
+    pod: PodInfo
+    node: int
+    claims: list[Obj]
+    group: str
+
+
+@dataclass
+class Session:
+    snap: Snapshot
+    config: SchedulerConfig
+    idle: np.ndarray = field(init=False)
+    used: np.ndarray = field(init=False)
+    state: AllocatedState = field(init=False)
+    usage: QueueUsage = field(init=False)
+    claim_alloc: dict[str, Obj] = field(default_factory=dict)
+    claim_reserved: dict[str, list[Obj]] = field(default_factory=dict)
+    node_version: np.ndarray = field(init=False)
+    dra_epoch: int = 0
+    placements: dict[str, Placement] = field(default_factory=dict)
+    journal: list[Callable[[], None]] = field(default_factory=list)
+    unschedulable: dict[str, str] = field(default_factory=dict)
+    """Pod key -> the PodScheduled=False message of this cycle."""
+    group_messages: dict[str, str] = field(default_factory=dict)
+    _static: dict[str, StaticResult] = field(default_factory=dict)
+    dra_failures: dict[tuple[str, int], tuple[tuple[int, int], list[Reason]]] = field(default_factory=dict)
+    _claim_views: dict[str, Obj] = field(default_factory=dict)
+    needs_cache: dict[str, list[RowNeed]] = field(default_factory=dict)
+    _pins: dict[str, tuple[Obj, np.ndarray]] = field(default_factory=dict)
+    weights: dict[str, float] = field(init=False)
+    class_row_set: frozenset[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        snap = self.snap
+        self.weights = dict(self.config.resource_weights)
+        gpu_weight = self.weights.get(GPU, 1.0)
+        for cls in snap.accounting.gpu_classes:
+            self.weights.setdefault(implicit_name(cls), gpu_weight)
+        self.class_row_set = frozenset(snap.class_rows.values())
+        self.idle = self.snap.idle.copy()
+        self.used = self.snap.used.copy()
+        self.state = self.snap.allocator.state
+        self.usage = initial_usage(self.snap)
+        self.node_version = np.zeros(self.snap.n_nodes, dtype=np.int64)
+
+    # ------------------------------------------------------------------ reads
+
+    def static(self, pod: PodInfo) -> StaticResult:
+        """Static predicates, evaluated once per distinct (selector, affinity, tolerations)."""
+        hit = self._static.get(pod.static_key)
+        if hit is None:
+            hit = static_filter(self.snap.nodes, pod, self.config)
+            self._static[pod.static_key] = hit
+        return hit
+
+    def claim_allocation(self, key: str) -> Obj | None:
+        return self.claim_alloc.get(key) or self.snap.claims[key].allocation
+
+    def claim_for_allocator(self, key: str) -> Obj:
+        """The claim as the allocator must see it: with the allocation this session or a BindRequest gave it."""
+        info = self.snap.claims[key]
+        alloc = self.claim_allocation(key)
+        stored = (info.obj.get("status") or {}).get("allocation")
+        if alloc is None or alloc is stored:
+            return info.obj
+        hit = self._claim_views.get(key)
+        if hit is not None and hit["status"]["allocation"] is alloc:
+            return hit
+        view = {**info.obj, "status": {**(info.obj.get("status") or {}), "allocation": alloc}}
+        self._claim_views[key] = view
+        return view
+
+    def allocation_nodes(self, key: str) -> np.ndarray | None:
+        """Nodes an allocated claim can be used on (``None``: not allocated, or usable anywhere)."""
+        alloc = self.claim_allocation(key)
+        selector = (alloc or {}).get("nodeSelector")
+        if selector is None:
+            return None
+        hit = self._pins.get(key)
+        if hit is not None and hit[0] is selector:
+            return hit[1]
+        mask = node_selector_mask(self.snap.nodes, selector)
+        self._pins[key] = (selector, mask)
+        return mask
+
+    def reservations(self, key: str) -> list[Obj]:
+        return self.snap.claims[key].reserved_for + self.claim_reserved.get(key, [])
+
+    def dra_version(self, node: int) -> tuple[int, int]:
+        return (int(self.node_version[node]), self.dra_epoch)
+
+    # ------------------------------------------------------------------ changes
+
+    def statement(self) -> Statement:
+        return Statement(self)
+
+
+class Statement:
+    """Checkpoint, tentative changes, then commit or roll back (to the start or a checkpoint)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.start = len(session.journal)
+
+    def checkpoint(self) -> int:
+        return len(self.session.journal)
+
+    def rollback(self, mark: int | None = None) -> None:
+        journal = self.session.journal
+        stop = self.start if mark is None else mark
+        while len(journal) > stop:
+            journal.pop()()
+
+    def commit(self) -> None:
+        """Keep every change since the statement began (the journal stays for outer rollbacks)."""
+
+    def assign(self, pod: PodInfo, group: GroupInfo, node: int, needs: list[RowNeed], claims: list[PodClaim],
+               allocations: list[Obj], newly: list[bool]) -> Placement:
+        """Place ``pod`` on ``node`` with the claim allocations the allocator found there."""
+        s = self.session
+        snap = s.snap
+        for n in needs:
+            s.idle[n.row, node] -= n.value
+            s.used[n.row, node] += n.value
+        s.node_version[node] += 1
+        entries: list[Obj] = []
+        for c, alloc, new in zip(claims, allocations, newly):
+            assert c.key is not None
+            info = snap.claims[c.key]
+            if new:
+                s.state.add(alloc)
+                s.claim_alloc[c.key] = alloc
+                self._take_devices(alloc, -1.0)
+            consumer = group.ref if c.group else {"resource": "pods", "name": pod.name, "uid": pod.uid}
+            s.claim_reserved.setdefault(c.key, []).append(consumer)
+            entry: Obj = {"name": info.obj["metadata"]["name"], "uid": info.uid}
+            stored = (info.obj.get("status") or {}).get("allocation")
+            effective = s.claim_allocation(c.key)
+            if not stored and effective:
+                entry["allocation"] = effective
+            entry["reservedFor"] = consumer
+            entries.append(entry)
+        keys = [c.key for c in claims if c.key]
+        fresh = s.usage.new_claims(ALLOCATED, group.queue, keys)
+        demand = demand_with_claims(snap, pod, fresh)
+        s.usage.add(ALLOCATED, group.queue, demand)
+        s.usage.mark(ALLOCATED, group.queue, fresh)
+        placement = Placement(pod, node, entries, group.key)
+        s.placements[pod.key] = placement
+
+        def revert() -> None:
+            s.placements.pop(pod.key, None)
+            s.usage.mark(ALLOCATED, group.queue, fresh, counted=False)
+            s.usage.add(ALLOCATED, group.queue, demand, -1.0)
+            for c, alloc, new in zip(claims, allocations, newly):
+                assert c.key is not None
+                s.claim_reserved[c.key].pop()
+                if new:
+                    s.state.remove(alloc)
+                    s.claim_alloc.pop(c.key, None)
+                    self._take_devices(alloc, +1.0)
+            for n in needs:
+                s.idle[n.row, node] += n.value
+                s.used[n.row, node] -= n.value
+            s.node_version[node] += 1
+            s.dra_epoch += 1  # freed devices may make earlier failures fit again
+
+        s.journal.append(revert)
+        return placement
+
+    def _take_devices(self, alloc: Obj, sign: float) -> None:
+        """Keep the DeviceClass rows in step with the allocator's state (``sign`` -1 takes, +1 frees)."""
+        s = self.session
+        snap = s.snap
+        for r in (alloc.get("devices") or {}).get("results") or []:
+            if r.get("adminAccess") or r.get("shareID"):
+                continue
+            dev = (r.get("driver", ""), r.get("pool", ""), r.get("device", ""))
+            classes = snap.device_classes.get(dev, ())
+            for j in snap.device_nodes.get(dev, ()):
+                for cls in classes:
+                    row = snap.class_rows[cls]
+                    s.idle[row, j] += sign
+                    s.used[row, j] -= sign
+                s.node_version[j] += 1

@@ -1,0 +1,347 @@
+"""The per-cycle snapshot: nodes as resource vectors, pods in groups, queues, DRA state.
+
+Vectors are numpy arrays of shape ``(resources, nodes)``: row ``r`` is ONE contiguous
+array of resource ``r`` across all nodes, so checking a pod against every node compares
+only the rows it requests (issue 4's measurement: ~8-11x faster than a 2-D ``all(axis=1)``).
+Rows: cpu, memory, pods, nvidia.com/gpu, then the other scalars and one row per DeviceClass
+(``deviceclass.resource.kubernetes.io/<class>``: devices the class matches on the node).
+Pods with a pending BindRequest count as placed (assumed), with their claim allocations.
+
+The snapshot is read-only, except ``allocator.state``, which the cycle's one session owns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from drasched.api import kinds
+from drasched.dra.allocated_state import AllocatedState
+from drasched.dra.allocator import Allocator
+from drasched.dra.extended import implicit_name
+from drasched.dra.pools import DeviceID
+from drasched.scheduler.cache import SchedulerCache
+from drasched.scheduler.claims import (
+    ClaimEntry,
+    ClaimInfo,
+    PodClaim,
+    build_claim_info,
+    claim_entries,
+    resolve_pod_claims,
+)
+from drasched.scheduler.config import SchedulerConfig
+from drasched.scheduler.constants import DEFAULT_QUEUE, GPU, PODS
+from drasched.scheduler.devices import ClassMatchMemo, DeviceAccounting, count_class_devices
+from drasched.scheduler.podinfo import NodeInfo, PodInfo, parse_node, parse_pod
+from drasched.scheduler.queues import QueueTree, build_queue_tree
+from drasched.scheduler.resources import ResourceIndex
+
+Obj = dict[str, Any]
+
+
+@dataclass(eq=False)
+class GroupInfo:
+    """A gang: a PodGroup, or the implicit group of one pod without the label."""
+
+    key: str
+    namespace: str
+    name: str
+    obj: Obj | None
+    implicit: bool
+    min_member: int
+    queue: str
+    priority: int
+    created: str
+    required_key: str | None
+    preferred_key: str | None
+    claim_entries: tuple[ClaimEntry, ...]
+    pods: list[PodInfo] = field(default_factory=list)
+    pending: list[PodInfo] = field(default_factory=list)
+    placed: int = 0
+    blocked: str | None = None
+    """Why none of its pods can be scheduled now (missing PodGroup or queue, too few pods)."""
+    label_mismatch: list[PodInfo] = field(default_factory=list)
+
+    @property
+    def ref(self) -> Obj:
+        """The ``reservedFor`` entry for group claims."""
+        md = (self.obj or {}).get("metadata") or {}
+        return {"apiGroup": "scheduling.drasched.io", "resource": "podgroups", "name": self.name,
+                "uid": md.get("uid", "")}
+
+
+@dataclass(eq=False)
+class Snapshot:
+    index: ResourceIndex
+    nodes: list[NodeInfo]
+    node_pos: dict[str, int]
+    allocatable: np.ndarray
+    used: np.ndarray
+    releasing: np.ndarray
+    idle: np.ndarray
+    class_rows: dict[str, int]
+    multi_classes: frozenset[str]
+    device_classes: dict[DeviceID, tuple[str, ...]]
+    device_nodes: dict[DeviceID, list[int]]
+    pods: dict[str, PodInfo]
+    groups: dict[str, GroupInfo]
+    group_of: dict[str, str]
+    claims: dict[str, ClaimInfo]
+    pod_claims: dict[str, list[PodClaim]]
+    assumed: dict[str, str]
+    stale_bind_requests: dict[str, Obj]
+    queues: QueueTree
+    accounting: DeviceAccounting
+    capacity: dict[str, Fraction]
+    allocator: Allocator
+    namespace_labels: dict[str, dict[str, str]]
+    templates: Mapping[str, Obj]
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.nodes)
+
+    def pod_demand(self, pod: PodInfo) -> dict[str, float]:
+        """A pod's container requests in accounting dimensions (claims are counted separately)."""
+        dim_of = self.accounting.dim_of
+        out: dict[str, float] = {}
+        for r, v in pod.requests.items():
+            d = dim_of(r)
+            out[d] = out.get(d, 0.0) + v
+        return out
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+class SnapshotBuilder:
+    """Builds snapshots from a cache, re-parsing only pods whose resourceVersion changed."""
+
+    def __init__(self, config: SchedulerConfig) -> None:
+        self.config = config
+        self._pods: dict[str, tuple[str, PodInfo]] = {}
+        self._class_memo = ClassMatchMemo()
+
+    def _pod_infos(self, cache: SchedulerCache, prio: dict[str, int]) -> dict[str, PodInfo]:
+        out: dict[str, PodInfo] = {}
+        memo = self._pods
+        fresh: dict[str, tuple[str, PodInfo]] = {}
+        for key, obj in cache.objects(kinds.POD).items():
+            rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+            hit = memo.get(key)
+            info = hit[1] if hit is not None and hit[0] == rv and hit[1].obj is obj else parse_pod(key, obj, prio)
+            fresh[key] = (rv, info)
+            out[key] = info
+        self._pods = fresh
+        return out
+
+    def build(self, cache: SchedulerCache) -> Snapshot:
+        cfg = self.config
+        ns_labels = {k: dict((o.get("metadata") or {}).get("labels") or {})
+                     for k, o in cache.objects(kinds.NAMESPACE).items()}
+        prio = {k: int(o.get("value") or 0) for k, o in cache.objects(kinds.PRIORITY_CLASS).items()}
+        node_objs = sorted(cache.objects(kinds.NODE).values(), key=lambda o: o["metadata"]["name"])
+        nodes = [parse_node(o, i) for i, o in enumerate(node_objs)]
+        node_pos = {n.name: n.index for n in nodes}
+        classes = list(cache.objects(kinds.DEVICE_CLASS).values())
+        accounting = DeviceAccounting(classes, cfg.gpu_device_classes)
+        pods = self._pod_infos(cache, prio)
+
+        assumed, stale, assumed_alloc, assumed_res = _bind_requests(cache, pods)
+        claims: dict[str, ClaimInfo] = {}
+        state = AllocatedState()
+        for key, obj in cache.objects(kinds.RESOURCE_CLAIM).items():
+            info = build_claim_info(key, obj, assumed_alloc.get(key), assumed_res.get(key, []), accounting)
+            claims[key] = info
+            if info.allocation:
+                state.add(info.allocation)
+        slices = cache.objects(kinds.RESOURCE_SLICE)
+        allocator = Allocator(classes, list(slices.values()), state)
+        self._class_memo.begin(cache.kind_generation(kinds.DEVICE_CLASS))
+        counts = count_class_devices(allocator, node_objs, accounting, self._class_memo,
+                                     {k: str(o["metadata"].get("resourceVersion", "")) for k, o in slices.items()})
+        self._class_memo.end()
+
+        names: set[str] = {implicit_name(c) for c in accounting.class_names}
+        for n in nodes:
+            names.update(n.allocatable)
+        for p in pods.values():
+            names.update(p.requests)
+        index = ResourceIndex.build(names)
+        r_count, n_count = len(index), len(nodes)
+        alloc = np.zeros((r_count, n_count))
+        used = np.zeros((r_count, n_count))
+        releasing = np.zeros((r_count, n_count))
+        for n in nodes:
+            for r, v in n.allocatable.items():
+                alloc[index.pos[r], n.index] = v
+        class_rows = {c: index.pos[implicit_name(c)] for c in accounting.class_names}
+        for c, row in class_rows.items():
+            alloc[row] = counts.total[c]
+            used[row] = counts.in_use[c]
+        for p in pods.values():
+            node = p.node_name or assumed.get(p.key)
+            if not node or p.terminal or node not in node_pos:
+                continue
+            j = node_pos[node]
+            for r, v in p.requests.items():
+                used[index.pos[r], j] += v
+                if p.deleting:
+                    releasing[index.pos[r], j] += v
+
+        groups, group_of = _groups(cache, pods, assumed, prio, cfg)
+        templates = cache.objects(kinds.RESOURCE_CLAIM_TEMPLATE)
+        pod_claims: dict[str, list[PodClaim]] = {}
+        for g in groups.values():
+            entries = g.claim_entries
+            for p in g.pods:
+                if p.claim_entries and not p.terminal:
+                    pod_claims[p.key] = resolve_pod_claims(p.namespace, p.obj, p.uid, p.claim_entries, g.obj,
+                                                           entries, claims, templates)
+        tree = build_queue_tree(cache.objects(kinds.QUEUE).values(), accounting.dim_of)
+        for g in groups.values():
+            if g.queue not in tree and g.blocked is None:
+                g.blocked = f'queue "{g.queue}" does not exist'
+
+        capacity = _capacity(nodes, alloc, index, accounting, counts.gpu_total, class_rows)
+        return Snapshot(
+            index=index, nodes=nodes, node_pos=node_pos,
+            allocatable=_frozen(alloc), used=_frozen(used), releasing=_frozen(releasing),
+            idle=_frozen(alloc - used), class_rows=class_rows, multi_classes=counts.multi,
+            device_classes=counts.device_classes, device_nodes=counts.device_nodes,
+            pods=pods, groups=groups, group_of=group_of, claims=claims, pod_claims=pod_claims,
+            assumed=assumed, stale_bind_requests=stale, queues=tree, accounting=accounting,
+            capacity=capacity, allocator=allocator, namespace_labels=ns_labels, templates=templates,
+        )
+
+
+def _bind_requests(cache: SchedulerCache, pods: dict[str, PodInfo]) -> tuple[
+        dict[str, str], dict[str, Obj], dict[str, Obj], dict[str, list[Obj]]]:
+    """Pods placed by a pending BindRequest, failed BindRequests to replace, and assumed claim state."""
+    assumed: dict[str, str] = {}
+    stale: dict[str, Obj] = {}
+    alloc: dict[str, Obj] = {}
+    reservations: dict[str, list[Obj]] = {}
+    for br in cache.objects(kinds.BIND_REQUEST).values():
+        spec = br.get("spec") or {}
+        ns = (br.get("metadata") or {}).get("namespace", "")
+        pod_key = f"{ns}/{spec.get('podName', '')}"
+        pod = pods.get(pod_key)
+        if pod is None or pod.node_name:
+            continue
+        phase = (br.get("status") or {}).get("phase") or "Pending"
+        if (spec.get("podUID") and spec["podUID"] != pod.uid) or phase == "Failed":
+            stale[pod_key] = br
+            continue
+        assumed[pod_key] = str(spec.get("selectedNode", ""))
+        for entry in spec.get("resourceClaimAllocations") or []:
+            ckey = f"{ns}/{entry.get('name', '')}"
+            if entry.get("allocation"):
+                alloc.setdefault(ckey, entry["allocation"])
+            if entry.get("reservedFor"):
+                reservations.setdefault(ckey, []).append(entry["reservedFor"])
+    # A reservation already in the claim's status is not assumed twice.
+    for ckey, refs in list(reservations.items()):
+        claim = cache.get(kinds.RESOURCE_CLAIM, ckey)
+        have = {r.get("uid") for r in ((claim or {}).get("status") or {}).get("reservedFor") or []}
+        uniq: list[Obj] = []
+        for r in refs:
+            if r.get("uid") not in have:
+                have.add(r.get("uid"))
+                uniq.append(r)
+        reservations[ckey] = uniq
+    return assumed, stale, alloc, reservations
+
+
+def _groups(cache: SchedulerCache, pods: dict[str, PodInfo], assumed: dict[str, str], prio: dict[str, int],
+            cfg: SchedulerConfig) -> tuple[dict[str, GroupInfo], dict[str, str]]:
+    pgs = cache.objects(kinds.POD_GROUP)
+    groups: dict[str, GroupInfo] = {}
+    group_of: dict[str, str] = {}
+    for p in sorted(pods.values(), key=lambda p: (p.created, p.key)):
+        if not cfg.schedules(p.scheduler_name):
+            continue
+        if p.group_label:
+            gkey = f"{p.namespace}/{p.group_label}"
+            g = groups.get(gkey)
+            if g is None:
+                g = _new_group(gkey, p, pgs.get(gkey), prio)
+                groups[gkey] = g
+        else:
+            gkey = f"pod:{p.key}"
+            g = _new_group(gkey, p, None, prio)
+            groups[gkey] = g
+        group_of[p.key] = gkey
+        g.pods.append(p)
+        if p.phase != "Failed" and (p.node_name or p.key in assumed):
+            g.placed += 1
+        elif (not p.node_name and p.key not in assumed and not p.deleting and not p.terminal and not p.gated):
+            g.pending.append(p)
+    for g in groups.values():
+        _finish_group(g)
+    return groups, group_of
+
+
+def _new_group(key: str, first: PodInfo, pg: Obj | None, prio: dict[str, int]) -> GroupInfo:
+    if first.group_label is None:
+        return GroupInfo(key, first.namespace, first.name, None, True, 1, first.queue_label or DEFAULT_QUEUE,
+                         first.priority, first.created, None, None, ())
+    spec = (pg or {}).get("spec") or {}
+    md = (pg or {}).get("metadata") or {}
+    topo = spec.get("topologyConstraint") or {}
+    pclass = spec.get("priorityClassName")
+    g = GroupInfo(
+        key=key, namespace=first.namespace, name=first.group_label, obj=pg, implicit=False,
+        min_member=max(1, int(spec.get("minMember") or 1)),
+        queue=spec.get("queue") or first.queue_label or DEFAULT_QUEUE,
+        priority=prio.get(pclass, first.priority) if pclass else first.priority,
+        created=str(md.get("creationTimestamp") or first.created),
+        required_key=topo.get("requiredTopologyKey") or None,
+        preferred_key=topo.get("preferredTopologyKey") or None,
+        claim_entries=claim_entries(spec),
+    )
+    if pg is None:
+        g.blocked = f'PodGroup "{key}" does not exist'
+    elif pclass and pclass not in prio:
+        g.blocked = f'PriorityClass "{pclass}" of PodGroup {key} does not exist'
+    return g
+
+
+def _finish_group(g: GroupInfo) -> None:
+    if g.implicit:
+        return
+    spec = (g.obj or {}).get("spec") or {}
+    if not spec.get("priorityClassName"):
+        g.priority = max((p.priority for p in g.pods), default=0)
+    g.label_mismatch = [p for p in g.pods if p.queue_label and p.queue_label != g.queue and not p.terminal]
+    members = sum(1 for p in g.pods if p.phase != "Failed")
+    if g.blocked is None and members < g.min_member:
+        g.blocked = f"PodGroup {g.key} has {members} pods, fewer than its minMember {g.min_member}"
+    g.pending.sort(key=lambda p: (-p.priority, p.created, p.name))
+
+
+def _capacity(nodes: list[NodeInfo], alloc: np.ndarray, index: ResourceIndex, accounting: DeviceAccounting,
+              gpu_total: np.ndarray, class_rows: dict[str, int]) -> dict[str, Fraction]:
+    """Cluster capacity per accounting dimension (DRA GPUs join device-plugin GPUs, per node)."""
+    out: dict[str, Fraction] = {}
+    class_row_set = set(class_rows.values())
+    for r, name in enumerate(index.names):
+        if r in class_row_set or name == PODS:
+            continue
+        dim = accounting.dim_of(name)
+        out[dim] = out.get(dim, Fraction(0)) + Fraction(int(alloc[r].sum()))
+    for c, row in class_rows.items():
+        if c not in accounting.gpu_classes:
+            dim = accounting.class_dim(c)
+            out[dim] = out.get(dim, Fraction(0)) + Fraction(int(alloc[row].sum()))
+    gpu_row = alloc[index.pos[GPU]]
+    dra_gpus = float(gpu_total[gpu_row <= 0].sum()) if len(nodes) else 0.0  # device plugin wins on a node
+    out[GPU] = out.get(GPU, Fraction(0)) + Fraction(int(dra_gpus))
+    out[PODS] = Fraction(int(alloc[index.pos[PODS]].sum()))
+    return {d: v for d, v in out.items() if v > 0 or d in (GPU,)}

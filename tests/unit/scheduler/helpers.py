@@ -1,0 +1,147 @@
+"""Small builders for scheduler unit tests: wire-form objects and a snapshot from them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drasched.api.meta import format_time
+from drasched.scheduler.cache import SchedulerCache
+from drasched.scheduler.config import SchedulerConfig
+from drasched.scheduler.cycle import CycleResult, run_cycle
+from drasched.scheduler.session import Session
+from drasched.scheduler.snapshot import Snapshot, SnapshotBuilder
+from drasched.sim.clock import VirtualClock
+from drasched.store.memory import MemoryStore
+
+Obj = dict[str, Any]
+CLASS = "gpu.example.com"
+
+
+def node(name: str, labels: dict[str, str] | None = None, gpu: int | None = None, cpu: str = "32",
+         memory: str = "64Gi", pods: str | None = "110", taints: list[Obj] | None = None,
+         unschedulable: bool = False) -> Obj:
+    alloc: dict[str, str] = {"cpu": cpu, "memory": memory}
+    if pods is not None:
+        alloc["pods"] = pods
+    if gpu is not None:
+        alloc["nvidia.com/gpu"] = str(gpu)
+    spec: Obj = {}
+    if taints:
+        spec["taints"] = taints
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels or {}},
+            "spec": spec, "status": {"allocatable": alloc}}
+
+
+def pod(name: str, *, ns: str = "default", cpu: str | None = None, gpu: int | None = None, queue: str | None = None,
+        group: str | None = None, node_name: str | None = None, claims: list[Obj] | None = None,
+        priority: int | None = None, created: str | None = None, phase: str | None = None, **spec: Any) -> Obj:
+    labels: dict[str, str] = {}
+    if queue:
+        labels["drasched.io/queue"] = queue
+    if group:
+        labels["drasched.io/pod-group"] = group
+    req: dict[str, str] = {}
+    if cpu:
+        req["cpu"] = cpu
+    if gpu:
+        req["nvidia.com/gpu"] = str(gpu)
+    md: Obj = {"name": name, "namespace": ns, "labels": labels}
+    if created:
+        md["creationTimestamp"] = created
+    body: Obj = {"schedulerName": "drasched",
+                 "containers": [{"name": "c", "image": "busybox", "resources": {"requests": req}}], **spec}
+    if node_name:
+        body["nodeName"] = node_name
+    if claims:
+        body["resourceClaims"] = claims
+    if priority is not None:
+        body["priority"] = priority
+    out: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": body}
+    if phase:
+        out["status"] = {"phase": phase}
+    return out
+
+
+def queue(name: str, parent: str | None = None, resources: Obj | None = None, priority: int | None = None) -> Obj:
+    spec: Obj = {}
+    if parent:
+        spec["parentQueue"] = parent
+    if resources:
+        spec["resources"] = resources
+    if priority is not None:
+        spec["priority"] = priority
+    return {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+
+
+def podgroup(name: str, min_member: int, *, ns: str = "default", created: str | None = None, **spec: Any) -> Obj:
+    md: Obj = {"name": name, "namespace": ns}
+    if created:
+        md["creationTimestamp"] = created
+    return {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "PodGroup", "metadata": md,
+            "spec": {"minMember": min_member, **spec}}
+
+
+def device_class(name: str = CLASS, driver: str = CLASS, ext: str | None = None) -> Obj:
+    spec: Obj = {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}
+    if ext:
+        spec["extendedResourceName"] = ext
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
+
+
+def resource_slice(node_name: str, devices: int, driver: str = CLASS) -> Obj:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node_name}-{driver}"},
+            "spec": {"driver": driver, "nodeName": node_name,
+                     "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": f"dev-{i}"} for i in range(devices)]}}
+
+
+def claim(name: str, count: int = 1, cls: str = CLASS, ns: str = "default", allocation: Obj | None = None) -> Obj:
+    out: Obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": cls, "count": count}}]}}}
+    if allocation is not None:
+        out["status"] = {"allocation": allocation}
+    return out
+
+
+def allocation(node_name: str, *devices: str, driver: str = CLASS) -> Obj:
+    return {"devices": {"results": [{"request": "r", "driver": driver, "pool": node_name, "device": d}
+                                    for d in devices]}}
+
+
+class World:
+    """A memory store holding ``objs``, with a cache that follows it."""
+
+    def __init__(self, objs: list[Obj], config: SchedulerConfig | None = None) -> None:
+        self.clock = VirtualClock()
+        self.store = MemoryStore(clock=self.clock.now, auto_namespaces=True)
+        for o in objs:
+            created = self.store.create({k: v for k, v in o.items() if k != "status"})
+            if "status" in o:
+                created["status"] = {**(created.get("status") or {}), **o["status"]}
+                self.store.update_status(created)
+        self.config = config or SchedulerConfig.embedded()
+        self.cache = SchedulerCache()
+        self.builder = SnapshotBuilder(self.config)
+
+    def snapshot(self) -> Snapshot:
+        self.cache.sync(self.store)
+        return self.builder.build(self.cache)
+
+    def session(self) -> Session:
+        return Session(self.snapshot(), self.config)
+
+    def cycle(self) -> CycleResult:
+        return run_cycle(self.snapshot(), self.config, format_time(self.clock.now()))
+
+
+def placed_nodes(result: CycleResult) -> dict[str, str]:
+    """Pod name -> node name of every placement in a cycle."""
+    return {br["spec"]["podName"]: br["spec"]["selectedNode"] for br in result.bind_requests}
+
+
+def messages(result: CycleResult) -> dict[str, str]:
+    """Pod name -> PodScheduled=False message written by a cycle."""
+    return {p.name: c["message"] for p, c in result.pod_conditions}
