@@ -434,6 +434,7 @@ def test_as_approximate_float() -> None:
 
 def test_is_zero_sign_neg() -> None:
     assert Quantity("0Ki").is_zero()
+    assert not Quantity("0m") and Quantity("1n")
     assert not Quantity("1n").is_zero()
     assert Quantity("-1").sign() == -1 and Quantity("0").sign() == 0 and Quantity("2").sign() == 1
     # upstream TestQuantityNeg

@@ -177,6 +177,10 @@ class Quantity:
     def is_zero(self) -> bool:
         return self.value == 0
 
+    def __bool__(self) -> bool:
+        """Truthiness is non-zero, as for Python numbers (``if q:`` means "some amount")."""
+        return self.value != 0
+
     def sign(self) -> int:
         """-1, 0 or 1 (upstream ``Sign``)."""
         return (self.value > 0) - (self.value < 0)
