@@ -15,11 +15,11 @@ import msgspec
 from drasched.api.errors import Cause, invalid
 
 
-class _View(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
+class View(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
     pass
 
 
-class OwnerReference(_View):
+class OwnerReference(View):
     api_version: str = ""
     kind: str = ""
     name: str = ""
@@ -28,7 +28,7 @@ class OwnerReference(_View):
     block_owner_deletion: bool | None = None
 
 
-class ObjectMeta(_View):
+class ObjectMeta(View):
     name: str = ""
     generate_name: str = ""
     namespace: str = ""
@@ -43,20 +43,20 @@ class ObjectMeta(_View):
     finalizers: list[str] = []
 
 
-class ResourceRequirements(_View):
+class ResourceRequirements(View):
     requests: dict[str, str | int | float] = {}
     limits: dict[str, str | int | float] = {}
     claims: list[dict[str, Any]] = []
 
 
-class Container(_View):
+class Container(View):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
     restart_policy: str | None = None  # "Always" on an init container makes it a sidecar
 
 
-class Toleration(_View):
+class Toleration(View):
     key: str = ""
     operator: str = "Equal"
     value: str = ""
@@ -64,13 +64,13 @@ class Toleration(_View):
     toleration_seconds: int | None = None
 
 
-class PodResourceClaim(_View):
+class PodResourceClaim(View):
     name: str
     resource_claim_name: str | None = None
     resource_claim_template_name: str | None = None
 
 
-class PodSpec(_View):
+class PodSpec(View):
     containers: list[Container] = []
     init_containers: list[Container] = []
     node_name: str = ""
@@ -85,7 +85,7 @@ class PodSpec(_View):
     overhead: dict[str, str | int | float] = {}
 
 
-class PodCondition(_View):
+class PodCondition(View):
     type: str
     status: str
     reason: str = ""
@@ -93,23 +93,23 @@ class PodCondition(_View):
     last_transition_time: str | None = None
 
 
-class PodResourceClaimStatus(_View):
+class PodResourceClaimStatus(View):
     name: str
     resource_claim_name: str | None = None
 
 
-class ContainerExtendedResourceRequest(_View):
+class ContainerExtendedResourceRequest(View):
     container_name: str
     resource_name: str
     request_name: str
 
 
-class PodExtendedResourceClaimStatus(_View):
+class PodExtendedResourceClaimStatus(View):
     resource_claim_name: str
     request_mappings: list[ContainerExtendedResourceRequest] = []
 
 
-class PodStatus(_View):
+class PodStatus(View):
     phase: str = "Pending"
     conditions: list[PodCondition] = []
     nominated_node_name: str = ""
@@ -118,7 +118,7 @@ class PodStatus(_View):
     extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
 
 
-class Pod(_View):
+class Pod(View):
     api_version: str = "v1"
     kind: str = "Pod"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
@@ -126,25 +126,25 @@ class Pod(_View):
     status: PodStatus = msgspec.field(default_factory=PodStatus)
 
 
-class Taint(_View):
+class Taint(View):
     key: str
     value: str = ""
     effect: str = ""
     time_added: str | None = None
 
 
-class NodeSpec(_View):
+class NodeSpec(View):
     unschedulable: bool = False
     taints: list[Taint] = []
 
 
-class NodeStatus(_View):
+class NodeStatus(View):
     capacity: dict[str, str | int | float] = {}
     allocatable: dict[str, str | int | float] = {}
     conditions: list[dict[str, Any]] = []
 
 
-class Node(_View):
+class Node(View):
     api_version: str = "v1"
     kind: str = "Node"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
@@ -152,13 +152,13 @@ class Node(_View):
     status: NodeStatus = msgspec.field(default_factory=NodeStatus)
 
 
-class Namespace(_View):
+class Namespace(View):
     api_version: str = "v1"
     kind: str = "Namespace"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
 
 
-class ObjectReference(_View):
+class ObjectReference(View):
     api_version: str = ""
     kind: str = ""
     name: str = ""
@@ -166,7 +166,7 @@ class ObjectReference(_View):
     uid: str = ""
 
 
-class Event(_View):
+class Event(View):
     api_version: str = "v1"
     kind: str = "Event"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
@@ -177,7 +177,7 @@ class Event(_View):
     count: int = 0
 
 
-class PriorityClass(_View):
+class PriorityClass(View):
     api_version: str = "scheduling.k8s.io/v1"
     kind: str = "PriorityClass"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
@@ -190,27 +190,27 @@ class PriorityClass(_View):
 # ---- drasched CRDs (scheduling.drasched.io/v1alpha1; schemas in deploy/crds/) ---------------
 
 
-class QueueResource(_View):
+class QueueResource(View):
     quota: str | int | None = None
     limit: str | int | None = None
     over_quota_weight: float = 1.0
 
 
-class QueueSpec(_View):
+class QueueSpec(View):
     parent_queue: str = ""
     priority: int = 100
     min_runtime: str = ""
     resources: dict[str, QueueResource] = {}
 
 
-class QueueStatus(_View):
+class QueueStatus(View):
     allocated: dict[str, str] = {}
     requested: dict[str, str] = {}
     fair_share: dict[str, str] = {}
     conditions: list[dict[str, Any]] = []
 
 
-class Queue(_View):
+class Queue(View):
     api_version: str = "scheduling.drasched.io/v1alpha1"
     kind: str = "Queue"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
@@ -218,12 +218,12 @@ class Queue(_View):
     status: QueueStatus = msgspec.field(default_factory=QueueStatus)
 
 
-class TopologyConstraint(_View):
+class TopologyConstraint(View):
     required_topology_key: str = ""
     preferred_topology_key: str = ""
 
 
-class PodGroupSpec(_View):
+class PodGroupSpec(View):
     min_member: int = 1
     queue: str = ""
     priority_class_name: str = ""
@@ -231,7 +231,7 @@ class PodGroupSpec(_View):
     resource_claims: list[PodResourceClaim] = []
 
 
-class PodGroupStatus(_View):
+class PodGroupStatus(View):
     phase: str = ""
     running: int = 0
     scheduled: int = 0
@@ -239,7 +239,7 @@ class PodGroupStatus(_View):
     conditions: list[dict[str, Any]] = []
 
 
-class PodGroup(_View):
+class PodGroup(View):
     api_version: str = "scheduling.drasched.io/v1alpha1"
     kind: str = "PodGroup"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
@@ -247,20 +247,20 @@ class PodGroup(_View):
     status: PodGroupStatus = msgspec.field(default_factory=PodGroupStatus)
 
 
-class ClaimAllocation(_View):
+class ClaimAllocation(View):
     name: str
     uid: str = ""
     allocation: dict[str, Any] = {}
     reserved_for: dict[str, Any] = {}
 
 
-class ExtendedResourceClaimAllocation(_View):
+class ExtendedResourceClaimAllocation(View):
     allocation: dict[str, Any] = {}
     device_requests: list[dict[str, Any]] = []
     container_mappings: list[ContainerExtendedResourceRequest] = []
 
 
-class BindRequestSpec(_View):
+class BindRequestSpec(View):
     pod_name: str = ""
     pod_uid: str = ""
     selected_node: str = ""
@@ -268,14 +268,14 @@ class BindRequestSpec(_View):
     extended_resource_claim_allocation: ExtendedResourceClaimAllocation | None = None
 
 
-class BindRequestStatus(_View):
+class BindRequestStatus(View):
     phase: str = "Pending"
     attempts: int = 0
     reason: str = ""
     message: str = ""
 
 
-class BindRequest(_View):
+class BindRequest(View):
     api_version: str = "scheduling.drasched.io/v1alpha1"
     kind: str = "BindRequest"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
@@ -283,7 +283,7 @@ class BindRequest(_View):
     status: BindRequestStatus = msgspec.field(default_factory=BindRequestStatus)
 
 
-VIEWS: dict[str, type[_View]] = {
+VIEWS: dict[str, type[View]] = {
     "Pod": Pod,
     "Node": Node,
     "Namespace": Namespace,
@@ -295,7 +295,7 @@ VIEWS: dict[str, type[_View]] = {
 }
 
 
-def view(obj: dict[str, Any], cls: type[_View] | None = None) -> Any:
+def view(obj: dict[str, Any], cls: type[View] | None = None) -> Any:
     """Decode a wire-form object into its typed view; a wrong type names the field path."""
     cls = cls or VIEWS.get(obj.get("kind", ""))
     if cls is None:

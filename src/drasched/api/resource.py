@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from drasched.api.models import ObjectMeta, View
+
 __all__ = [
     "ADMIN_ACCESS_NAMESPACE_LABEL",
     "ALLOCATION_RESULTS_MAX_SIZE",
@@ -81,53 +83,34 @@ RESERVED_FOR_MAX_SIZE = 256
 QuantityValue = str | int | float
 
 
-class _View(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
-    """Base of every view: camelCase wire names, unknown fields ignored."""
-
-
 # ---------------------------------------------------------------------------- core/v1 pieces
 
 
-class ObjectMeta(_View):
-    name: str = ""
-    generate_name: str = ""
-    namespace: str = ""
-    uid: str = ""
-    resource_version: str = ""
-    generation: int = 0
-    creation_timestamp: str | None = None
-    deletion_timestamp: str | None = None
-    labels: dict[str, str] = {}
-    annotations: dict[str, str] = {}
-    finalizers: list[str] = []
-    owner_references: list[dict[str, Any]] = []
-
-
-class NodeSelectorRequirement(_View):
+class NodeSelectorRequirement(View):
     key: str
     operator: str
     values: list[str] = []
 
 
-class NodeSelectorTerm(_View):
+class NodeSelectorTerm(View):
     match_expressions: list[NodeSelectorRequirement] = []
     match_fields: list[NodeSelectorRequirement] = []
 
 
-class NodeSelector(_View):
+class NodeSelector(View):
     node_selector_terms: list[NodeSelectorTerm] = []
 
 
 # ---------------------------------------------------------------------------- ResourceSlice
 
 
-class ResourcePool(_View):
+class ResourcePool(View):
     name: str
     generation: int = 0
     resource_slice_count: int = 0
 
 
-class DeviceAttribute(_View):
+class DeviceAttribute(View):
     """Exactly one of the four values is set (upstream ``DeviceAttribute``)."""
 
     int_: int | None = msgspec.field(default=None, name="int")
@@ -148,45 +131,45 @@ class DeviceAttribute(_View):
         return None
 
 
-class CapacityRequestPolicyRange(_View):
+class CapacityRequestPolicyRange(View):
     min: QuantityValue | None = None
     max: QuantityValue | None = None
     step: QuantityValue | None = None
 
 
-class CapacityRequestPolicy(_View):
+class CapacityRequestPolicy(View):
     default: QuantityValue | None = None
     valid_values: list[QuantityValue] = []
     valid_range: CapacityRequestPolicyRange | None = None
 
 
-class DeviceCapacity(_View):
+class DeviceCapacity(View):
     value: QuantityValue
     request_policy: CapacityRequestPolicy | None = None
 
 
-class Counter(_View):
+class Counter(View):
     value: QuantityValue
 
 
-class CounterSet(_View):
+class CounterSet(View):
     name: str
     counters: dict[str, Counter] = {}
 
 
-class DeviceCounterConsumption(_View):
+class DeviceCounterConsumption(View):
     counter_set: str
     counters: dict[str, Counter] = {}
 
 
-class DeviceTaint(_View):
+class DeviceTaint(View):
     key: str
     value: str = ""
     effect: str = ""
     time_added: str | None = None
 
 
-class Device(_View):
+class Device(View):
     name: str
     attributes: dict[str, DeviceAttribute] = {}
     capacity: dict[str, DeviceCapacity] = {}
@@ -201,7 +184,7 @@ class Device(_View):
     allow_multiple_allocations: bool | None = None
 
 
-class ResourceSliceSpec(_View):
+class ResourceSliceSpec(View):
     driver: str
     pool: ResourcePool
     node_name: str | None = None
@@ -212,7 +195,7 @@ class ResourceSliceSpec(_View):
     shared_counters: list[CounterSet] = []
 
 
-class ResourceSlice(_View):
+class ResourceSlice(View):
     spec: ResourceSliceSpec
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
 
@@ -220,15 +203,15 @@ class ResourceSlice(_View):
 # ---------------------------------------------------------------------------- claims
 
 
-class CELDeviceSelector(_View):
+class CELDeviceSelector(View):
     expression: str
 
 
-class DeviceSelector(_View):
+class DeviceSelector(View):
     cel: CELDeviceSelector | None = None
 
 
-class DeviceToleration(_View):
+class DeviceToleration(View):
     key: str = ""
     operator: str = "Equal"
     value: str = ""
@@ -236,11 +219,11 @@ class DeviceToleration(_View):
     toleration_seconds: int | None = None
 
 
-class CapacityRequirements(_View):
+class CapacityRequirements(View):
     requests: dict[str, QuantityValue] = {}
 
 
-class ExactDeviceRequest(_View):
+class ExactDeviceRequest(View):
     device_class_name: str = ""
     selectors: list[DeviceSelector] = []
     allocation_mode: str = "ExactCount"
@@ -250,7 +233,7 @@ class ExactDeviceRequest(_View):
     capacity: CapacityRequirements | None = None
 
 
-class DeviceSubRequest(_View):
+class DeviceSubRequest(View):
     name: str
     device_class_name: str = ""
     selectors: list[DeviceSelector] = []
@@ -260,39 +243,39 @@ class DeviceSubRequest(_View):
     capacity: CapacityRequirements | None = None
 
 
-class DeviceRequest(_View):
+class DeviceRequest(View):
     name: str
     exactly: ExactDeviceRequest | None = None
     first_available: list[DeviceSubRequest] = []
 
 
-class DeviceConstraint(_View):
+class DeviceConstraint(View):
     requests: list[str] = []
     match_attribute: str | None = None
     distinct_attribute: str | None = None
 
 
-class OpaqueDeviceConfiguration(_View):
+class OpaqueDeviceConfiguration(View):
     driver: str
     parameters: Any = None
 
 
-class DeviceClaimConfiguration(_View):
+class DeviceClaimConfiguration(View):
     requests: list[str] = []
     opaque: OpaqueDeviceConfiguration | None = None
 
 
-class DeviceClaim(_View):
+class DeviceClaim(View):
     requests: list[DeviceRequest] = []
     constraints: list[DeviceConstraint] = []
     config: list[DeviceClaimConfiguration] = []
 
 
-class ResourceClaimSpec(_View):
+class ResourceClaimSpec(View):
     devices: DeviceClaim = msgspec.field(default_factory=DeviceClaim)
 
 
-class DeviceRequestAllocationResult(_View):
+class DeviceRequestAllocationResult(View):
     request: str
     driver: str
     pool: str
@@ -305,31 +288,31 @@ class DeviceRequestAllocationResult(_View):
     consumed_capacity: dict[str, QuantityValue] = {}
 
 
-class DeviceAllocationConfiguration(_View):
+class DeviceAllocationConfiguration(View):
     source: str
     requests: list[str] = []
     opaque: OpaqueDeviceConfiguration | None = None
 
 
-class DeviceAllocationResult(_View):
+class DeviceAllocationResult(View):
     results: list[DeviceRequestAllocationResult] = []
     config: list[DeviceAllocationConfiguration] = []
 
 
-class AllocationResult(_View):
+class AllocationResult(View):
     devices: DeviceAllocationResult = msgspec.field(default_factory=DeviceAllocationResult)
     node_selector: NodeSelector | None = None
     allocation_timestamp: str | None = None
 
 
-class ResourceClaimConsumerReference(_View):
+class ResourceClaimConsumerReference(View):
     api_group: str = ""
     resource: str = ""
     name: str = ""
     uid: str = ""
 
 
-class AllocatedDeviceStatus(_View):
+class AllocatedDeviceStatus(View):
     driver: str
     pool: str
     device: str
@@ -339,24 +322,24 @@ class AllocatedDeviceStatus(_View):
     network_data: dict[str, Any] | None = None
 
 
-class ResourceClaimStatus(_View):
+class ResourceClaimStatus(View):
     allocation: AllocationResult | None = None
     reserved_for: list[ResourceClaimConsumerReference] = []
     devices: list[AllocatedDeviceStatus] = []
 
 
-class ResourceClaim(_View):
+class ResourceClaim(View):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: ResourceClaimSpec = msgspec.field(default_factory=ResourceClaimSpec)
     status: ResourceClaimStatus = msgspec.field(default_factory=ResourceClaimStatus)
 
 
-class ResourceClaimTemplateSpec(_View):
+class ResourceClaimTemplateSpec(View):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: ResourceClaimSpec = msgspec.field(default_factory=ResourceClaimSpec)
 
 
-class ResourceClaimTemplate(_View):
+class ResourceClaimTemplate(View):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: ResourceClaimTemplateSpec = msgspec.field(default_factory=ResourceClaimTemplateSpec)
 
@@ -364,17 +347,17 @@ class ResourceClaimTemplate(_View):
 # ---------------------------------------------------------------------------- DeviceClass
 
 
-class DeviceClassConfiguration(_View):
+class DeviceClassConfiguration(View):
     opaque: OpaqueDeviceConfiguration | None = None
 
 
-class DeviceClassSpec(_View):
+class DeviceClassSpec(View):
     selectors: list[DeviceSelector] = []
     config: list[DeviceClassConfiguration] = []
     extended_resource_name: str | None = None
 
 
-class DeviceClass(_View):
+class DeviceClass(View):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: DeviceClassSpec = msgspec.field(default_factory=DeviceClassSpec)
 
