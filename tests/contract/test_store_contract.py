@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from drasched.api import kinds
-from drasched.api.errors import AlreadyExists, Conflict, Gone, Invalid, NotFound
+from drasched.api.errors import AlreadyExists, Conflict, Forbidden, Gone, Invalid, NotFound
 from drasched.api.meta import parse_time
 from drasched.store.base import ClusterStore, Obj
 
@@ -661,3 +661,26 @@ def test_claim_status_with_allocation_and_reservation(store: ClusterStore, ns: s
     got = store.update_status({**created, "status": status})
     assert got["status"] == status
     assert store.get(kinds.RESOURCE_CLAIM, "c", ns)["status"] == status
+
+
+def test_priority_admission_resolves_the_class(store: ClusterStore, ns: str) -> None:
+    # Upstream's Priority admission plugin: priorityClassName -> spec.priority and preemptionPolicy.
+    name = f"batch-{ns}"
+    store.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+                  "value": 1000, "preemptionPolicy": "Never"})
+    try:
+        p = pod(ns, "high")
+        p["spec"]["priorityClassName"] = name
+        created = store.create(p)
+        assert created["spec"]["priority"] == 1000
+        assert created["spec"]["preemptionPolicy"] == "Never"
+        critical = pod(ns, "critical")
+        critical["spec"]["priorityClassName"] = "system-cluster-critical"
+        assert store.create(critical)["spec"]["priority"] == 2000000000
+        missing = pod(ns, "missing")
+        missing["spec"]["priorityClassName"] = "no-such-class"
+        with pytest.raises(Forbidden) as e:
+            store.create(missing)
+        assert "no PriorityClass with name no-such-class was found" in str(e.value)
+    finally:
+        store.delete(kinds.PRIORITY_CLASS, name)

@@ -78,6 +78,13 @@ class Invalid(ApiError):
         super().__init__(message, 422, "Invalid", kind, name, list(causes or []))
 
 
+class Forbidden(ApiError):
+    """Refused by admission (HTTP 403), e.g. a pod naming a PriorityClass that does not exist."""
+
+    def __init__(self, message: str, kind: str = "", name: str = "") -> None:
+        super().__init__(message, 403, "Forbidden", kind, name)
+
+
 class BadRequest(ApiError):
     def __init__(self, message: str, kind: str = "", name: str = "") -> None:
         super().__init__(message, 400, "BadRequest", kind, name)
@@ -120,4 +127,6 @@ def from_status(status: dict) -> ApiError:
         return Gone(message)
     if code == 400:
         return BadRequest(message, kind, name)
+    if code == 403:
+        return Forbidden(message, kind, name)
     return ApiError(message, code, reason or "InternalError", kind, name, causes)

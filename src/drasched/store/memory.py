@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from drasched.api import kinds, validation
-from drasched.api.errors import AlreadyExists, BadRequest, Conflict, Gone, NotFound, invalid
+from drasched.api.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Gone, NotFound, invalid
 from drasched.api.errors import Cause as _Cause
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time, merge_patch
@@ -121,6 +121,8 @@ class MemoryStore:
             md.setdefault("generation", 1)
         md["resourceVersion"] = self._next_rv()
         _reset_status_on_create(rt, obj)
+        if rt is kinds.POD:
+            self._admit_priority(obj)
         self._objects[key] = obj
         self._record(rt, "ADDED", obj)
         return copy.deepcopy(obj)
@@ -133,6 +135,31 @@ class MemoryStore:
             created["status"] = obj["status"]
             created = self.update_status(created)
         return created
+
+    def _admit_priority(self, pod: Obj) -> None:
+        """The Priority admission plugin: resolve priorityClassName into spec.priority.
+
+        A named class must exist (else 403, as the server answers); without a name the
+        globalDefault class applies, else priority 0.
+        """
+        spec = pod.setdefault("spec", {})
+        name = spec.get("priorityClassName")
+        if name:
+            pc = self._objects.get((kinds.PRIORITY_CLASS, "", name)) or _SYSTEM_PRIORITY_CLASSES.get(name)
+            if pc is None:
+                pod_name = pod["metadata"].get("name", "")
+                raise Forbidden(f'pods "{pod_name}" is forbidden: no PriorityClass with name {name} was found',
+                                "Pod", pod_name)
+        else:
+            defaults = [o for o in self.iter_kind(kinds.PRIORITY_CLASS) if o.get("globalDefault")]
+            pc = min(defaults, key=lambda o: (-int(o.get("value", 0)), o["metadata"]["name"])) if defaults else None
+            if pc is not None:
+                spec["priorityClassName"] = pc["metadata"]["name"]
+        if pc is None:
+            spec.setdefault("priority", 0)
+            return
+        spec["priority"] = int(pc.get("value", 0))
+        spec["preemptionPolicy"] = pc.get("preemptionPolicy") or "PreemptLowerPriority"
 
     def get(self, rt: ResourceType, name: str, namespace: str | None = None) -> Obj:
         return copy.deepcopy(self._require(rt, name, namespace))
@@ -390,6 +417,12 @@ def _awaits_graceful_termination(rt: ResourceType, obj: Obj) -> bool:
     return rt is kinds.POD and bool(obj["metadata"].get("deletionGracePeriodSeconds"))
 
 
+_SYSTEM_PRIORITY_CLASSES: dict[str, Obj] = {
+    "system-cluster-critical": {"metadata": {"name": "system-cluster-critical"}, "value": 2000000000},
+    "system-node-critical": {"metadata": {"name": "system-node-critical"}, "value": 2000001000},
+}
+
+
 def _reset_status_on_create(rt: ResourceType, obj: Obj) -> None:
     """What the server's create strategies do with a status sent on create.
 
@@ -411,6 +444,5 @@ def _default_pod(pod: Obj) -> None:
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("priority", 0)
     status = pod.setdefault("status", {})
     status.setdefault("phase", "Pending")
