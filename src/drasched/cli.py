@@ -79,6 +79,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from drasched.store.kube import KubeStore
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request otherwise
     store = KubeStore.from_kubeconfig(args.kubeconfig)
     metrics, health, stop = Metrics(), _Health(), threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -98,6 +99,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from drasched.bench.workloads import DEFAULT_NODES, WORKLOADS
 
     names = list(WORKLOADS) if args.workload == "all" else [args.workload]
+    if args.profile and not args.log_dir:
+        print("drasched bench: --profile needs --log-dir (where the samples go)", file=sys.stderr)
+        return 2
     if args.api_ceiling:
         from drasched.bench.cluster import api_write_ceiling
 
@@ -118,7 +122,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             if sched == "kube-scheduler" and workload.drasched_only:
                 print(f"{name:<18} kube-scheduler     not run: the workload uses gangs and queues", flush=True)
                 continue
-            result = run_cluster(workload, sched, timeout=args.timeout)
+            result = run_cluster(workload, sched, timeout=args.timeout, log_dir=args.log_dir, profile=args.profile)
             cluster_results.append(result)
             print(result.line(), flush=True)
     if cluster_results:
@@ -170,6 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--embedded", action="store_true", help="drasched alone on the in-memory store")
     bench.add_argument("--nodes", type=int, help="cluster size (default: the workload's own)")
     bench.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for the pods of one run")
+    bench.add_argument("--log-dir", help="keep each scheduler's log here (default: discarded)")
+    bench.add_argument("--profile", action="store_true",
+                       help="run drasched under py-spy; samples go to --log-dir (pip install py-spy)")
     bench.add_argument("--api-ceiling", action="store_true", help="also measure the API server's write ceiling")
     bench.set_defaults(func=_cmd_bench)
     return parser

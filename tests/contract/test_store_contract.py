@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from drasched.api import kinds
-from drasched.api.errors import AlreadyExists, Conflict, Forbidden, Gone, Invalid, NotFound
+from drasched.api.errors import AlreadyExists, Conflict, Forbidden, Gone, Invalid, NotFound, TooManyRequests
 from drasched.api.meta import parse_time
 from drasched.store.base import ClusterStore, Obj
 
@@ -397,6 +397,41 @@ def test_delete_preconditions(store: ClusterStore, ns: str) -> None:
     assert store.delete(kinds.CONFIG_MAP, "a", ns, uid=uid, resource_version=version) is None
 
 
+def _running_ready(store: ClusterStore, ns: str, name: str, labels: dict[str, str]) -> None:
+    p = pod(ns, name)
+    p["metadata"]["labels"] = labels
+    store.create(p)
+    store.bind(ns, name, "node-1")
+    now = "2026-01-01T00:00:00Z"
+    store.patch(kinds.POD, name, ns, {"status": {"phase": "Running", "startTime": now, "conditions": [
+        {"type": "Ready", "status": "True", "lastTransitionTime": now}]}}, subresource="status")
+
+
+def test_eviction_honours_pod_disruption_budgets(store: ClusterStore, ns: str) -> None:
+    # A pod that is not running ignores budgets: its eviction is a delete.
+    store.create(pod(ns, "pending"))
+    store.evict(ns, "pending")
+    with pytest.raises(NotFound):
+        store.get(kinds.POD, "pending", ns)
+    with pytest.raises(NotFound):
+        store.evict(ns, "pending")
+    for name in ("a", "b"):
+        _running_ready(store, ns, name, {"app": "web"})
+    pdb = store.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web",
+                        "namespace": ns}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})
+    # What the disruption controller would write (kube-controller-manager does not run here; the
+    # memory store computes the same numbers from the pods).
+    store.update_status({**pdb, "status": {"observedGeneration": 1, "disruptionsAllowed": 1, "currentHealthy": 2,
+                                           "desiredHealthy": 1, "expectedPods": 2}})
+    store.evict(ns, "a")  # a bound pod ends gracefully: its kubelet finishes the deletion
+    assert store.get(kinds.POD, "a", ns)["metadata"]["deletionTimestamp"]
+    with pytest.raises(TooManyRequests) as e:
+        store.evict(ns, "b")
+    assert e.value.code == 429
+    assert str(e.value) == "Cannot evict pod as it would violate the pod's disruption budget."
+    assert "deletionTimestamp" not in store.get(kinds.POD, "b", ns)["metadata"]
+
+
 # Garbage collection runs in kube-controller-manager, which LocalCluster does not start
 # (the tests need only the API server, and upstream's GC would also need a running
 # kubelet-free node lifecycle setup). The real server therefore never removes
@@ -684,3 +719,21 @@ def test_priority_admission_resolves_the_class(store: ClusterStore, ns: str) -> 
         assert "no PriorityClass with name no-such-class was found" in str(e.value)
     finally:
         store.delete(kinds.PRIORITY_CLASS, name)
+
+
+def test_claim_request_defaults(store: ClusterStore, ns: str) -> None:
+    # resource.k8s.io/v1 defaulting: allocationMode ExactCount, then count 1; toleration operator Equal.
+    created = store.create({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c", "namespace": ns},
+        "spec": {"devices": {"requests": [
+            {"name": "one", "exactly": {"deviceClassName": "gpu.example.com",
+                                        "tolerations": [{"key": "k", "value": "v", "effect": "NoSchedule"}]}},
+            {"name": "all", "exactly": {"deviceClassName": "gpu.example.com", "allocationMode": "All"}},
+            {"name": "pick", "firstAvailable": [{"name": "a", "deviceClassName": "gpu.example.com"}]},
+        ]}},
+    })
+    one, every, pick = created["spec"]["devices"]["requests"]
+    assert one["exactly"]["allocationMode"] == "ExactCount" and one["exactly"]["count"] == 1
+    assert one["exactly"]["tolerations"][0]["operator"] == "Equal"
+    assert every["exactly"]["allocationMode"] == "All" and "count" not in every["exactly"]
+    assert pick["firstAvailable"][0]["allocationMode"] == "ExactCount" and pick["firstAvailable"][0]["count"] == 1

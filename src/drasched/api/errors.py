@@ -90,6 +90,13 @@ class BadRequest(ApiError):
         super().__init__(message, 400, "BadRequest", kind, name)
 
 
+class TooManyRequests(ApiError):
+    """HTTP 429: the eviction subresource refusing a pod its PodDisruptionBudget protects."""
+
+    def __init__(self, message: str, kind: str = "", name: str = "", causes: list[Cause] | None = None) -> None:
+        super().__init__(message, 429, "TooManyRequests", kind, name, list(causes or []))
+
+
 class Gone(ApiError):
     """The requested resourceVersion is too old (HTTP 410): relist."""
 
@@ -129,4 +136,6 @@ def from_status(status: dict) -> ApiError:
         return BadRequest(message, kind, name)
     if code == 403:
         return Forbidden(message, kind, name)
+    if code == 429:
+        return TooManyRequests(message, kind, name, causes)
     return ApiError(message, code, reason or "InternalError", kind, name, causes)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -43,7 +44,10 @@ class ClusterResult:
     per_second: list[int] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
     cpu_seconds: float = 0.0
+    """Scheduler processes' CPU while the measured pods were placed (init phase excluded)."""
     peak_rss_mib: float = 0.0
+    server_cpu_seconds: float = 0.0
+    """kube-apiserver + etcd CPU over the same span: what the scheduler's requests cost the server."""
 
     @property
     def pods_per_second(self) -> float:
@@ -61,7 +65,8 @@ class ClusterResult:
                 f"  avg {self.pods_per_second:7.1f} pods/s"
                 f"  per-second p50/p90/p99 {self.pct(ps, .5):.0f}/{self.pct(ps, .9):.0f}/{self.pct(ps, .99):.0f}"
                 f"  latency p50/p90/p99 {self.pct(self.latencies, .5):.2f}/{self.pct(self.latencies, .9):.2f}/"
-                f"{self.pct(self.latencies, .99):.2f} s  cpu {self.cpu_seconds:.1f} s  rss {self.peak_rss_mib:.0f} MiB")
+                f"{self.pct(self.latencies, .99):.2f} s  cpu {self.cpu_seconds:.1f} s  rss {self.peak_rss_mib:.0f} MiB"
+                f"  server cpu {self.server_cpu_seconds:.1f} s")
 
 
 def _proc_stats(pid: int) -> tuple[float, float]:
@@ -149,13 +154,15 @@ class _BindWatcher:
                 time.sleep(0.2)
 
 
-def _start_scheduler(kind: str, kubeconfig: str, workdir: Path) -> list[subprocess.Popen[bytes]]:
+def _start_scheduler(kind: str, kubeconfig: str, workdir: Path, profile: bool = False) -> list[subprocess.Popen[bytes]]:
     log = open(workdir / f"{kind}.log", "wb")  # noqa: SIM115 - lives as long as the process
     if kind == "drasched":
-        return [subprocess.Popen(
-            [sys.executable, "-m", "drasched.cli", "serve", "--kubeconfig", kubeconfig, "--enable-claim-controller",
-             "--no-leader-elect", "--metrics-port", "0", "--bind-address", "127.0.0.1", "--period", "0.05"],
-            stdout=log, stderr=subprocess.STDOUT)]
+        cmd = [sys.executable, "-m", "drasched.cli", "serve", "--kubeconfig", kubeconfig, "--enable-claim-controller",
+               "--no-leader-elect", "--metrics-port", "0", "--bind-address", "127.0.0.1", "--period", "0.05"]
+        if profile:  # py-spy samples of the thread holding the GIL: where the CPU goes
+            cmd = ["py-spy", "record", "--format", "raw", "--gil", "--threads", "--rate", "200",
+                   "--output", str(workdir / "drasched.pyspy.txt"), "--", *cmd]
+        return [subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)]
     from drasched.testing.apiserver import KUBE_VERSION, REPO_ROOT, cache_dir
 
     bin_dir = cache_dir() / f"kube-{KUBE_VERSION}" / "bin"
@@ -189,26 +196,53 @@ def _for_scheduler(pods: list[Obj], kind: str) -> list[Obj]:
     return out
 
 
-def _wait_bound(watcher: _BindWatcher, names: set[str], timeout: float) -> None:
+class SchedulerDied(RuntimeError):
+    """The scheduler under test exited during a run; the message carries its log's tail."""
+
+
+def _log_tail(workdir: Path, kind: str, lines: int = 40) -> str:
+    try:
+        return "\n".join((workdir / f"{kind}.log").read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log)"
+
+
+def _wait_bound(watcher: _BindWatcher, names: set[str], timeout: float,
+                procs: list[subprocess.Popen[bytes]] | None = None, workdir: Path | None = None,
+                kind: str = "") -> None:
+    """Until every pod in ``names`` is bound or ``timeout`` passes; a dead scheduler fails fast."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not names <= watcher.bound_at.keys():
-        time.sleep(0.1)
+        for p in procs or []:
+            if p.poll() is not None:
+                tail = _log_tail(workdir, kind) if workdir else ""
+                raise SchedulerDied(f"{kind} exited with code {p.returncode}:\n{tail}")
+        time.sleep(0.05)
 
 
-def run_cluster(workload: Workload, scheduler: str, timeout: float = 600.0) -> ClusterResult:
-    """One workload, one scheduler, on a fresh API server."""
+def run_cluster(workload: Workload, scheduler: str, timeout: float = 600.0,
+                log_dir: str | None = None, profile: bool = False) -> ClusterResult:
+    """One workload, one scheduler, on a fresh API server.
+
+    The scheduler's log goes to ``log_dir`` when given (kept), else to a temp dir; with
+    ``profile`` drasched runs under py-spy and its samples land next to the log.
+    """
     from drasched.testing.apiserver import LocalCluster
 
     with LocalCluster() as cluster, tempfile.TemporaryDirectory(prefix="drasched-bench-") as tmp:
+        workdir = Path(tmp)
+        if log_dir:
+            workdir = Path(log_dir) / f"{workload.name}-{scheduler}"
+            workdir.mkdir(parents=True, exist_ok=True)
         store = cluster.store()
         setup_cluster(store, workload)
-        procs = _start_scheduler(scheduler, cluster.kubeconfig_path, Path(tmp))
+        procs = _start_scheduler(scheduler, cluster.kubeconfig_path, workdir, profile)
         watcher = _BindWatcher(store)
         watcher.start()
         try:
             init = _for_scheduler(workload.init_pods, scheduler)
             _create_all(store, init)
-            _wait_bound(watcher, {p["metadata"]["name"] for p in init}, timeout)
+            _wait_bound(watcher, {p["metadata"]["name"] for p in init}, timeout, procs, workdir, scheduler)
             measured = _for_scheduler(workload.measured_pods, scheduler)
             names = {p["metadata"]["name"] for p in measured}
             created_at: dict[str, float] = {}
@@ -217,10 +251,12 @@ def run_cluster(workload: Workload, scheduler: str, timeout: float = 600.0) -> C
                 created_at[p["metadata"]["name"]] = time.monotonic()
                 store.create(p)
 
+            sched_cpu0 = sum(_proc_stats(p.pid)[0] for p in procs)
+            server_cpu0 = sum(_proc_stats(pid)[0] for pid in cluster.pids())
             started = time.monotonic()
             with ThreadPoolExecutor(WRITERS) as pool:
                 list(pool.map(create, measured))
-            _wait_bound(watcher, names, timeout)
+            _wait_bound(watcher, names, timeout, procs, workdir, scheduler)
             bound = {n: t for n, t in watcher.bound_at.items() if n in names}
             end = max(bound.values(), default=time.monotonic())
             seconds = max(end - started, 1e-9)
@@ -233,15 +269,16 @@ def run_cluster(workload: Workload, scheduler: str, timeout: float = 600.0) -> C
                 c, r = _proc_stats(p.pid)
                 cpu += c
                 rss += r
+            server_cpu = sum(_proc_stats(pid)[0] for pid in cluster.pids()) - server_cpu0
             return ClusterResult(workload.name, scheduler, len(measured), len(bound), seconds,
-                                 per_second, latencies, cpu, rss)
+                                 per_second, latencies, cpu - sched_cpu0, rss, server_cpu)
         finally:
             watcher.stop.set()
             for p in procs:
-                p.terminate()
+                p.send_signal(signal.SIGINT)  # py-spy writes its samples on SIGINT, not on SIGTERM
             for p in procs:
                 try:
-                    p.wait(10)
+                    p.wait(20)
                 except subprocess.TimeoutExpired:
                     p.kill()
 

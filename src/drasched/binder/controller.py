@@ -1,43 +1,70 @@
-"""The binder as a controller of an embedded run (``drasched simulate``)."""
+"""The binder as a controller: ``drasched simulate`` and ``drasched serve`` both run it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
 
 from drasched.api import kinds
-from drasched.api.errors import Gone
-from drasched.binder.binder import TERMINAL, Backoff, Binder
+from drasched.api.errors import Gone, NotFound
+from drasched.binder.binder import TERMINAL, Backoff, Binder, BindOutcome
+from drasched.store.base import ClusterStore
+from drasched.store.informer import CachedReads, InformedStore, KindFeed, clone, shared_informers
 
 if TYPE_CHECKING:  # sim sits above binder; only its types are needed here
     from drasched.sim.context import SimContext
 
+_Key = tuple[str, str]
+
+CACHED_READS = (kinds.POD, kinds.NODE, kinds.RESOURCE_CLAIM)
+"""What the binder reads from the shared cache in serve mode (see ``CachedReads``)."""
+
 
 class BinderController:
-    """Runs ``Binder`` over the pending BindRequests each round; backoff in virtual time.
+    """Runs ``Binder`` over the pending BindRequests each round; backoff in the context's time.
 
     Follows BindRequests through the store's watch, so a round costs the changes since
     the last one rather than a scan of every BindRequest ever written (they are kept).
+    Embedded, it drains the memory store's watch and binds one request after another, so
+    a run is deterministic. Behind a shared informer (``drasched serve``) it reads the
+    shared BindRequest feed and binds up to ``workers`` pods at once: one bind is several
+    round trips to the API server, and doing them one by one would cap throughput at the
+    latency of a round trip, not at what the server can take.
     """
 
     name = "binder"
 
-    def __init__(self, *, max_attempts: int = 5, backoff: Backoff | None = None) -> None:
+    def __init__(self, *, max_attempts: int = 5, backoff: Backoff | None = None, workers: int = 16) -> None:
         self.max_attempts = max_attempts
         self.backoff = backoff
+        self.workers = workers
         self._binder: Binder | None = None
         self._store: object | None = None
         self._rv: str | None = None
-        self._pending: set[tuple[str, str]] = set()
+        self._pending: set[_Key] = set()
+        self._feed: KindFeed | None = None
+        self._cursor: int | None = None
+        self._cached: dict[_Key, dict[str, Any]] = {}
+        self._pool: ThreadPoolExecutor | None = None
 
     def _binder_for(self, ctx: SimContext) -> Binder:
         if self._binder is None or self._store is not ctx.store:
-            self._binder = Binder(ctx.store, recorder=ctx, decisions=ctx, max_attempts=self.max_attempts,
+            store: ClusterStore = ctx.store
+            informers = shared_informers(store)
+            if isinstance(store, InformedStore):
+                store = CachedReads(store, CACHED_READS)
+            self._binder = Binder(store, recorder=ctx, decisions=ctx, max_attempts=self.max_attempts,
                                   backoff=self.backoff, name=self.name)
             self._store, self._rv, self._pending = ctx.store, None, set()
+            self._feed = informers.feed(kinds.BIND_REQUEST) if informers is not None else None
+            self._cursor, self._cached = None, {}
         return self._binder
 
     def _sync(self, ctx: SimContext) -> None:
         """Bring the set of pending BindRequests up to date: list once, then watch."""
+        if self._feed is not None:
+            self._sync_feed(self._feed)
+            return
         store = ctx.store
         if self._rv is not None:
             try:
@@ -48,7 +75,7 @@ class BinderController:
                         self._pending.discard(key)
                     else:
                         self._pending.add(key)
-                self._rv = store.resource_version
+                self._rv = store.resource_version  # the memory store: watch from its head
                 return
             except Gone:
                 pass
@@ -60,17 +87,67 @@ class BinderController:
         }
         self._rv = listed.resource_version
 
+    def _sync_feed(self, feed: KindFeed) -> None:
+        delta = feed.poll(self._cursor)
+        if delta is None:
+            return
+        self._cursor = delta.cursor
+        if delta.full is not None:
+            self._pending, self._cached = set(), {}
+            changed: dict[_Key, Any] = dict(delta.full)
+        else:
+            changed = dict(delta.changed)
+        for key, br in changed.items():
+            if br is None or (br.get("status") or {}).get("phase") in TERMINAL:
+                self._pending.discard(key)
+                self._cached.pop(key, None)
+            else:
+                self._pending.add(key)
+                self._cached[key] = br
+
     def reconcile(self, ctx: SimContext) -> bool:
         binder = self._binder_for(ctx)
         self._sync(ctx)
+        if self._feed is not None:
+            return self._reconcile_parallel(ctx, binder)
         progressed = False
         for ns, name in sorted(self._pending):
-            if ctx.store.peek(kinds.BIND_REQUEST, name, ns) is None:
+            try:
+                br = ctx.store.get(kinds.BIND_REQUEST, name, ns)
+            except NotFound:
                 continue
-            out = binder.process(ctx.store.get(kinds.BIND_REQUEST, name, ns), ctx.now())
+            out = binder.process(br, ctx.now())
             if out is None:
                 continue
             progressed = True
             if out.retry_at is not None:
                 ctx.wake_at(out.retry_at)
         return progressed
+
+    def _reconcile_parallel(self, ctx: SimContext, binder: Binder) -> bool:
+        """Bind every pending request, ``workers`` at a time; each request in one thread only."""
+        now = ctx.now()
+        todo = []
+        for key in sorted(self._pending):
+            due = binder.not_before(self._cached[key])
+            if due is None or due <= now:
+                todo.append(clone(self._cached[key]))  # the binder may change its copy
+        if not todo:
+            return False
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="binder")
+        outcomes: list[BindOutcome | None] = list(self._pool.map(lambda br: binder.process(br, now), todo))
+        progressed = False
+        for out in outcomes:
+            if out is None:
+                continue
+            progressed = True
+            if out.retry_at is not None:
+                ctx.wake_at(out.retry_at)
+        return progressed
+
+    def close(self) -> None:
+        """Stop the bind workers (serve mode)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None

@@ -430,7 +430,7 @@ class Allocator:
         self._cands: dict[tuple[str, tuple[Any, ...]], _Candidates] = {}
         self._claims: dict[int, _ClaimSpec] = {}
         self._failures: dict[tuple[Any, ...], tuple[list[str], list[Reason]]] = {}
-        self._counters: dict[PoolID, tuple[int, dict[str, dict[str, Fraction]]]] = {}
+        self._counters: dict[tuple[PoolID, int], tuple[int, dict[str, dict[str, Fraction]]]] = {}
         self.stats = {"allocate_calls": 0, "search_steps": 0, "timeouts": 0}
 
     # ------------------------------------------------------------------ public API
@@ -455,12 +455,13 @@ class Allocator:
     def available_counters(self, pool: Pool) -> dict[str, dict[str, Fraction]]:
         """Counter totals of a pool minus what allocated devices consume (cached per version)."""
         version = self.state.pool_version(pool.id)
-        hit = self._counters.get(pool.id)
+        key = (pool.id, pool.generation)
+        hit = self._counters.get(key)
         if hit is not None and hit[0] == version:
             return hit[1]
         avail = {name: dict(cs) for name, cs in pool.counter_sets.items()}
         for name in self.state.devices_in_pool(pool.id):
-            d = self.index.devices_by_id.get((pool.driver, pool.name, name))
+            d = pool.by_name.get(name)
             if d is None or not d.consumes:
                 continue
             if self.state.in_use(d.id) or self.state.has_shares(d.id):
@@ -471,7 +472,7 @@ class Allocator:
                     for cname, v in counters.items():
                         if cname in cs:
                             cs[cname] -= v
-        self._counters[pool.id] = (version, avail)
+        self._counters[key] = (version, avail)
         return avail
 
     # ------------------------------------------------------------------ preparation
@@ -521,7 +522,9 @@ class Allocator:
     def _allocate_specs(self, node: Obj, node_name: str, np: NodePools, specs: list[_ClaimSpec],
                         claims: list[Obj], allocations: list[Obj], new: list[bool],
                         ns_labels: Mapping[str, str], started: float) -> AllocationOutcome:
-        reasons: list[Reason] = []
+        reasons = self._missing_classes(specs)
+        if reasons:
+            return AllocationOutcome(False, reasons=reasons)
         plans: list[_Plan] = []
         index_of = {id(raw): i for i, raw in enumerate(claims)}
         for spec in specs:
@@ -550,6 +553,22 @@ class Allocator:
             allocations[p.index] = self._wire(p, search.results[p.index], node_name)
             new[p.index] = True
         return AllocationOutcome(True, allocations=allocations, newly_allocated=new)
+
+    def _missing_classes(self, specs: list[_ClaimSpec]) -> list[Reason]:
+        """Upstream PreFilter: every request and subrequest names a DeviceClass that exists,
+        whichever gets chosen; a missing one makes the pod unschedulable, an empty name (a
+        request type this version does not know) fails its attempt."""
+        reasons: list[Reason] = []
+        for spec in specs:
+            for alts in spec.slots:
+                for rs in alts:
+                    if not rs.class_name:
+                        raise _PodError(f"claim {spec.key}, request {rs.full_name}: missing device class name "
+                                        "(unsupported request type?)")
+                    if rs.class_name not in self.classes:
+                        reasons.append(Reason(ex.CLASS_MISSING, claim=spec.key, request=rs.full_name,
+                                              class_name=rs.class_name))
+        return reasons
 
     def _tainted_allocation(self, allocation: Obj) -> tuple[str, ...]:
         """Devices of an allocated claim now tainted NoExecute and not tolerated by the result."""
@@ -663,6 +682,12 @@ class Allocator:
             slots.append(alts)
         if len(reasons) > before:
             return None
+        # Upstream checks the smallest possible number of results before searching ("All"
+        # counts the matching devices of this node); more than 32 fails the pod's attempt.
+        least = sum(min(len(a.all_devices) if a.all_mode else a.count for a in alts) for alts in slots if alts)
+        if least > ALLOCATION_RESULTS_MAX_SIZE:
+            raise _PodError(f"claim {key} needs more than {ALLOCATION_RESULTS_MAX_SIZE} devices: number of "
+                            f"requested devices {least} exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}")
         plan = _Plan(index, spec, slots, constraints, [0] * len(slots))
         for si, alts in enumerate(slots):
             for a in alts:
@@ -682,19 +707,28 @@ class Allocator:
                  reasons: list[Reason]) -> None:
         req.cands = self._candidates(req, np, node_name)
         if req.all_mode:
-            if np.incomplete or np.invalid:
-                # Upstream: "asks for all devices, but resource pool ... is currently being updated".
-                bad = [f"{p} incomplete ({p.incomplete_reason})" for p in np.incomplete]
-                bad += [f"{p} invalid ({p.invalid_reason})" for p in np.invalid]
-                reasons.append(Reason(ex.POOL_INCOMPLETE, request=req.full_name, class_name=req.class_name,
-                                      details=tuple(bad)))
-                return
+            # Upstream validateDeviceRequest: "all" is unknown while a pool the node sees is
+            # incomplete or invalid, which fails the pod's attempt (not only this node).
+            for bad, what, kind in ((np.incomplete, "is currently being updated", "incomplete"),
+                                    (np.invalid, "is currently invalid", "invalid")):
+                if bad:
+                    raise _PodError(f"claim {claim_key}, request {req.full_name}: asks for all devices, but "
+                                    f"resource pool {bad[0]} {what} ({kind}: {bad[0].reason})")
             for c in req.cands.selectable:
                 if c.err:
                     raise _PodError(f"claim {claim_key}, {c.err}")
-            # Static capacity only (upstream #140769): a matching device whose remaining
-            # capacity is exhausted stays in the list and then fails the request.
-            req.all_devices = [c for c in req.cands.selectable if not c.too_small]
+            # Devices whose capacity does not fit (what the request needs, next to what
+            # allocated claims already consume of a shared device) are not part of "all".
+            req.all_devices = [c for c in req.cands.selectable
+                               if not c.too_small and not self._capacity_exhausted(c)]
+
+    def _capacity_exhausted(self, c: _Cand) -> bool:
+        """A shared device without room for this request next to its allocated shares."""
+        d = c.dev
+        if not (d.multi and self.features.consumable_capacity) or c.use is None:
+            return False
+        have = self.state.consumed_capacity(d.id)
+        return any(have.get(name, 0) + amount > d.capacity[name].value for name, amount in c.use.amounts.items())
 
     def _candidates(self, req: _Req, np: NodePools, node_name: str) -> _Candidates:
         key = (node_name, req.spec.signature)
@@ -768,11 +802,6 @@ class Allocator:
     def _quick_check(self, plans: list[_Plan], np: NodePools) -> list[Reason]:
         """Cheap impossibility checks before any search: counts and the 32-result limit."""
         for p in plans:
-            min_total = 0
-            for alts in p.slots:
-                min_total += min(len(a.all_devices) if a.all_mode else a.count for a in alts)
-            if min_total > ALLOCATION_RESULTS_MAX_SIZE:
-                return [Reason(ex.TOO_MANY_RESULTS, claim=p.key, needed=min_total)]
             # Requests over the same candidate list compete for the same devices.
             demand: dict[int, tuple[_Req, int]] = {}
             for alts in p.slots:
@@ -816,7 +845,7 @@ class Allocator:
                     all_fit = False
                     reasons.extend(slot_reasons)
         if not all_fit:
-            reasons.extend(Reason(ex.POOL_INVALID, details=(f"{pl}: {pl.invalid_reason}",)) for pl in np.invalid)
+            reasons.extend(Reason(ex.POOL_INVALID, details=(f"{pl}: {pl.reason}",)) for pl in np.invalid)
             return reasons
         if maxed:
             return [Reason(ex.TOO_MANY_RESULTS, claim=p.key) for p in plans]
@@ -825,7 +854,7 @@ class Allocator:
             reasons.append(Reason(ex.CONSTRAINT, claim=plans[0].key, details=tuple(constrained)))
         else:
             reasons.append(Reason(ex.COMBINATION, claim=", ".join(p.key for p in plans)))
-        reasons.extend(Reason(ex.POOL_INVALID, details=(f"{pl}: {pl.invalid_reason}",)) for pl in np.invalid)
+        reasons.extend(Reason(ex.POOL_INVALID, details=(f"{pl}: {pl.reason}",)) for pl in np.invalid)
         return reasons
 
     def _diagnose_request(self, p: _Plan, a: _Req, pool_notes: tuple[str, ...]) -> Reason | None:
@@ -882,14 +911,10 @@ class Allocator:
             return ex.TAINTED
         if c.too_small:
             return ex.INSUFFICIENT_CAPACITY
-        multi = d.multi and self.features.consumable_capacity
-        if not a.admin and not multi and self.state.in_use(d.id):
+        if not a.admin and self.state.in_use(d.id):
             return ex.IN_USE
-        if multi and c.use is not None:
-            have = self.state.consumed_capacity(d.id)
-            for name, amount in c.use.amounts.items():
-                if have.get(name, 0) + amount > d.capacity[name].value:
-                    return ex.CAPACITY_EXHAUSTED
+        if self._capacity_exhausted(c):
+            return ex.CAPACITY_EXHAUSTED
         return None
 
     def _counters_fit(self, d: DeviceEntry, used: dict[PoolID, dict[tuple[str, str], Fraction]],
@@ -1110,7 +1135,7 @@ class _Search:
         self._tick()
         if req.all_mode:
             c = req.all_devices[k]
-            undo = self._take(pi, req, c)
+            undo = self._take(pi, req, c, must=True)
             if undo is None:
                 return False
             r = self._request(pi, si, req, k + 1, 0)
@@ -1154,7 +1179,7 @@ class _Search:
             c = usable[pos]
             d = c.dev
             multi = d.multi and self.features.consumable_capacity
-            if not multi and not admin and (d.id in excl or state.in_use(d.id)):
+            if not admin and (state.in_use(d.id) or (not multi and d.id in excl)):
                 continue
             if c.err:
                 raise _PodError(f"claim {self.plans[pi].key}, {c.err}")
@@ -1178,14 +1203,20 @@ class _Search:
 
     def _taken(self, d: DeviceEntry, admin: bool) -> bool:
         """Exclusively in use (allocated or in this attempt); shares and admin access never are."""
-        if admin or (d.multi and self.features.consumable_capacity):
+        if admin:
             return False
+        if d.multi and self.features.consumable_capacity:
+            return self.state.in_use(d.id)
         return d.id in self.excl or self.state.in_use(d.id)
 
     # -------------------------------------------------------------- one device
 
-    def _take(self, pi: int, req: _Req, c: _Cand) -> tuple[Any, ...] | None:
-        """Upstream ``allocateDevice``: availability, counters, taints, constraints, capacity."""
+    def _take(self, pi: int, req: _Req, c: _Cand, must: bool = False) -> tuple[Any, ...] | None:
+        """Upstream ``allocateDevice``: availability, counters, taints, constraints, capacity.
+
+        ``must`` (allocation mode All): a constraint that rejects the device is an error
+        ("cannot add device ... because a claim constraint would not be satisfied").
+        """
         d = c.dev
         f = self.features
         claim = self.plans[pi].index
@@ -1193,18 +1224,12 @@ class _Search:
         holders = self.excl.get(d.id)
         if not multi and req.admin and holders and claim in holders:
             return None
-        if not req.admin and not multi and (self.state.in_use(d.id) or holders):
+        if not req.admin and (self.state.in_use(d.id) or (not multi and holders)):
             return None
-        if c.unsupported or (f.device_taints and c.tainted):
+        if c.unsupported:
             return None
         if f.consumable_capacity and c.use is None:
             return None
-        if multi and c.use is not None:
-            have = self.state.consumed_capacity(d.id)
-            mine = self.cap.get(d.id, {})
-            for name, amount in c.use.amounts.items():
-                if have.get(name, 0) + mine.get(name, 0) + amount > d.capacity[name].value:
-                    return None
         took_counters = False
         if d.consumes and f.partitionable_devices:
             in_use_shared = multi and (self.state.has_shares(d.id) or self.shares.get(d.id))
@@ -1212,15 +1237,33 @@ class _Search:
                 if not self._take_counters(d):
                     return None
                 took_counters = True
+        if f.device_taints and c.tainted:
+            if took_counters:
+                self._release_counters(d)
+            return None
         cons = self.plans[pi].constraints
         base, sub = req.base, req.sub
         for i, con in enumerate(cons):
             if not con.add(d, base, sub):
+                if must:
+                    raise _PodError(f"claim {self.plans[pi].key}, request {req.name}: cannot add device "
+                                    f"{d.driver}/{d.pool_name}/{d.name} because a claim constraint would not "
+                                    f"be satisfied ({con.describe()})")
                 for j in range(i):
                     cons[j].remove(d, base, sub)
                 if took_counters:
                     self._release_counters(d)
                 return None
+        if multi and c.use is not None:
+            have = self.state.consumed_capacity(d.id)
+            mine = self.cap.get(d.id, {})
+            for name, amount in c.use.amounts.items():
+                if have.get(name, 0) + mine.get(name, 0) + amount > d.capacity[name].value:
+                    for con in cons:
+                        con.remove(d, base, sub)
+                    if took_counters:
+                        self._release_counters(d)
+                    return None
         if multi:
             self.shares[d.id] = self.shares.get(d.id, 0) + 1
             if c.use is not None:

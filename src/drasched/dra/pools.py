@@ -1,12 +1,16 @@
 """Resource pools gathered from ResourceSlices, once per scheduling cycle.
 
 Upstream (``structured/internal/experimental/pools_experimental.go``): a pool is
-``(driver, pool name)``; only slices with the pool's highest generation count; the pool is
-complete when it has ``resourceSliceCount`` slices of that generation; it is invalid when
-device names repeat, counter set names repeat, or a device consumes a counter set or counter
-that does not exist. Counter sets are pool-wide (since 1.35 a slice carries either devices or
-``sharedCounters``). Pools are ordered by driver and pool name, slices by name, devices by
-index, with pools that have binding conditions last, so first-fit results repeat.
+``(driver, pool name)``. What a node sees is gathered per node: the slices relevant to it
+(its own, matching selectors, and every slice with ``sharedCounters``), their highest
+generation, complete when that generation has ``resourceSliceCount`` slices (counting the
+slices elsewhere too), ignored when another node already sees a newer generation. A pool is
+invalid when device names repeat among the slices a node sees, counter set names repeat,
+or a device consumes a counter set or counter that does not exist (drasched adds: slices of
+one generation that disagree on ``resourceSliceCount``). Counter sets are pool-wide (since
+1.35 a slice carries either devices or ``sharedCounters``). Pools are ordered by driver and
+pool name, slices by name, devices by index, with pools that have binding conditions last,
+so first-fit results repeat.
 
 The index is built once per cycle from all slices; :meth:`PoolIndex.for_node` then caches
 the devices a node can reach, so the allocator can be asked about every node cheaply.
@@ -97,6 +101,7 @@ class DeviceEntry:
     consumes: list[tuple[str, dict[str, Fraction]]]
     multi: bool
     order: int = 0
+    slice_pos: int = 0  # index of its slice in the pool's slices (names may repeat in tests)
     _cel_view: Any = None
     id: DeviceID = ("", "", "")
 
@@ -139,7 +144,11 @@ class DeviceEntry:
 
 @dataclass(eq=False)
 class Pool:
-    """The usable generation of one pool, with why it cannot be used if so."""
+    """One generation of one pool: all its slices, parsed once per cycle.
+
+    ``incomplete_reason``/``invalid_reason`` describe the pool as a whole; what one node
+    sees can differ (see :meth:`PoolIndex.for_node`).
+    """
 
     driver: str
     name: str
@@ -151,6 +160,9 @@ class Pool:
     counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
     devices: list[DeviceEntry] = field(default_factory=list)
     has_binding_conditions: bool = False
+    duplicate_names: set[str] = field(default_factory=set)
+    structural_reason: str | None = None
+    by_name: dict[str, DeviceEntry] = field(default_factory=dict)
 
     @property
     def id(self) -> PoolID:
@@ -164,122 +176,142 @@ class Pool:
         return f"{self.driver}/{self.name}"
 
 
+@dataclass(frozen=True, eq=False)
+class PoolProblem:
+    """A pool one node can see but not allocate from, and why."""
+
+    pool: Pool
+    reason: str
+
+    def __str__(self) -> str:
+        return str(self.pool)
+
+
 @dataclass(eq=False)
 class NodePools:
     """What one node can reach: usable devices in first-fit order, and unusable pools."""
 
     pools: list[Pool]
     devices: list[DeviceEntry]
-    incomplete: list[Pool]
-    invalid: list[Pool]
+    incomplete: list[PoolProblem]
+    invalid: list[PoolProblem]
 
 
-def _slice_relevant(spec: Any, raw_devices: list[Device], node: Obj) -> bool:
+def _slice_relevant(spec: Any, node: Obj) -> bool:
+    """Upstream ``GatherPools``: slices with shared counters concern every node (a pool
+    cannot be used without them); others by nodeName, allNodes, nodeSelector, or any of
+    their devices' node selection."""
+    if spec.shared_counters:
+        return True
     if spec.node_name or spec.all_nodes or spec.node_selector is not None:
         return node_matches(node, spec.node_name, spec.all_nodes, spec.node_selector)
     if spec.per_device_node_selection:
-        return any(node_matches(node, d.node_name, d.all_nodes, d.node_selector) for d in raw_devices)
+        return any(node_matches(node, d.node_name, d.all_nodes, d.node_selector) for d in spec.devices)
     return False  # no node selection at all: some future extension we cannot interpret
 
 
 class PoolIndex:
-    """All pools of a cycle; built once from every ResourceSlice (wire dicts)."""
+    """All pools of a cycle; built once from every ResourceSlice (wire dicts).
+
+    ``pools`` holds each pool's highest generation. A node's view follows upstream's
+    ``GatherPools``: among the slices *relevant to that node* the highest generation wins;
+    the pool is complete when those slices number ``resourceSliceCount``, or else when all
+    slices of that generation do; it is ignored when some slice elsewhere already has a
+    newer generation (the driver is replacing it). Device names must be unique among the
+    slices the node sees.
+    """
 
     def __init__(self, slices: list[Obj]) -> None:
         self.pools: dict[PoolID, Pool] = {}
         self.bad_slices: list[str] = []
         self.devices_by_id: dict[DeviceID, DeviceEntry] = {}
         self._node_cache: dict[str, NodePools] = {}
-        grouped: dict[PoolID, list[tuple[ResourceSlice, Obj]]] = defaultdict(list)
+        self._gens: dict[PoolID, dict[int, Pool]] = {}
+        grouped: dict[PoolID, dict[int, list[tuple[ResourceSlice, Obj]]]] = defaultdict(lambda: defaultdict(list))
         for raw in slices:
             try:
                 view = decode(raw, ResourceSlice)
             except msgspec.ValidationError as exc:
                 self.bad_slices.append(f"{(raw.get('metadata') or {}).get('name')}: {exc}")
                 continue
-            grouped[(view.spec.driver, view.spec.pool.name)].append((view, raw))
+            grouped[(view.spec.driver, view.spec.pool.name)][view.spec.pool.generation].append((view, raw))
         for pid in sorted(grouped):
-            pool = self._build_pool(pid, grouped[pid])
-            self.pools[pid] = pool
+            gens = {g: self._build_pool(pid, g, entries) for g, entries in grouped[pid].items()}
+            self._gens[pid] = gens
+            self.pools[pid] = gens[max(gens)]
         self._ordered = sorted(self.pools.values(), key=lambda p: (p.has_binding_conditions, p.driver, p.name))
-        # Most pools are node-local (every slice names its node): index those by node name so
-        # a node only looks at its own pools plus the few that use selectors.
-        self._by_node: dict[str, list[int]] = defaultdict(list)
-        self._generic: list[int] = []
-        for i, pool in enumerate(self._ordered):
-            node_names = {v.spec.node_name for v, _ in pool.slices}
-            if None in node_names or "" in node_names:
-                self._generic.append(i)
+        # Most pools are node-local (every slice names its node, none carries counters):
+        # index those by node name so a node only looks at its own pools plus the few that
+        # use selectors or shared counters.
+        self._by_node: dict[str, list[PoolID]] = defaultdict(list)
+        self._generic: list[PoolID] = []
+        for pid, gens in self._gens.items():
+            views = [v for p in gens.values() for v, _ in p.slices]
+            if any(not v.spec.node_name or v.spec.shared_counters for v in views):
+                self._generic.append(pid)
             else:
-                for n in node_names:
-                    self._by_node[str(n)].append(i)
+                for n in sorted({str(v.spec.node_name) for v in views}):
+                    self._by_node[n].append(pid)
         order = 0
+        for pid in sorted(self._gens):
+            for g in sorted(self._gens[pid]):
+                for d in self._gens[pid][g].devices:
+                    d.order = order
+                    order += 1
         for pool in self._ordered:
-            for d in pool.devices:
-                d.order = order
-                order += 1
-                if pool.usable:
+            if pool.usable:
+                for d in pool.devices:
                     self.devices_by_id[d.id] = d
 
     def ordered_pools(self) -> list[Pool]:
-        """Every pool in first-fit order."""
+        """Every pool (highest generation) in first-fit order."""
         return list(self._ordered)
 
     @staticmethod
-    def _build_pool(pid: PoolID, entries: list[tuple[ResourceSlice, Obj]]) -> Pool:
-        top = max(v.spec.pool.generation for v, _ in entries)
-        current = sorted(((v, r) for v, r in entries if v.spec.pool.generation == top),
-                         key=lambda e: e[0].metadata.name)
+    def _build_pool(pid: PoolID, generation: int, entries: list[tuple[ResourceSlice, Obj]]) -> Pool:
+        current = sorted(entries, key=lambda e: e[0].metadata.name)
         counts = {v.spec.pool.resource_slice_count for v, _ in current}
         want = current[0][0].spec.pool.resource_slice_count
-        pool = Pool(pid[0], pid[1], top, want, slices=current)
+        pool = Pool(pid[0], pid[1], generation, want, slices=current)
+        structural: str | None = None
         if len(counts) > 1:
-            pool.invalid_reason = (f"slices of generation {top} disagree on resourceSliceCount "
-                                   f"({', '.join(str(c) for c in sorted(counts))})")
-        elif len(current) > want:
-            pool.invalid_reason = f"has {len(current)} slices of generation {top} but resourceSliceCount is {want}"
-        elif len(current) < want:
-            pool.incomplete_reason = f"has {len(current)} of {want} slices of generation {top}"
+            structural = (f"slices of generation {generation} disagree on resourceSliceCount "
+                          f"({', '.join(str(c) for c in sorted(counts))})")
+        if len(current) != want:
+            pool.incomplete_reason = f"has {len(current)} of {want} slices of generation {generation}"
         names: set[str] = set()
-        for view, raw in current:
+        for pos, (view, raw) in enumerate(current):
             spec = view.spec
             for cs in spec.shared_counters:
                 if cs.name in pool.counter_sets:
-                    pool.invalid_reason = pool.invalid_reason or f"duplicate counter set name {cs.name}"
+                    structural = structural or f"duplicate counter set name {cs.name}"
                     continue
                 try:
                     pool.counter_sets[cs.name] = {k: qvalue(c.value) for k, c in cs.counters.items()}
                 except QuantityError as exc:
-                    pool.invalid_reason = pool.invalid_reason or f"counter set {cs.name}: {exc}"
+                    structural = structural or f"counter set {cs.name}: {exc}"
             per_device = bool(spec.per_device_node_selection)
             for i, dev in enumerate(spec.devices):
                 if dev.name in names:
-                    pool.invalid_reason = pool.invalid_reason or f"duplicate device name {dev.name}"
-                    continue
+                    pool.duplicate_names.add(dev.name)  # a node that sees only one of them may use it
                 names.add(dev.name)
                 try:
                     entry = _device_entry(pool, view, (raw.get("spec") or {}).get("devices", [])[i], dev,
                                           per_device)
                 except QuantityError as exc:
-                    pool.invalid_reason = pool.invalid_reason or f"device {dev.name}: {exc}"
+                    structural = structural or f"device {dev.name}: {exc}"
                     continue
+                entry.slice_pos = pos
                 pool.devices.append(entry)
+                pool.by_name.setdefault(dev.name, entry)
                 if dev.binding_conditions:
                     pool.has_binding_conditions = True
-        if pool.invalid_reason is None:
-            for d in pool.devices:
-                for set_name, counters in d.consumes:
-                    known = pool.counter_sets.get(set_name)
-                    if known is None:
-                        pool.invalid_reason = f"device {d.name}: counter set {set_name} not found"
-                        break
-                    missing = sorted(set(counters) - set(known))
-                    if missing:
-                        pool.invalid_reason = (f"device {d.name}: counter {missing[0]} not found in "
-                                               f"counter set {set_name}")
-                        break
-                if pool.invalid_reason:
-                    break
+        structural = structural or _counter_problem(pool, pool.devices)
+        pool.structural_reason = structural
+        if structural:
+            pool.invalid_reason = structural
+        elif pool.duplicate_names:
+            pool.invalid_reason = f"duplicate device name {min(pool.duplicate_names)}"
         return pool
 
     def for_node(self, node: Obj) -> NodePools:
@@ -288,33 +320,74 @@ class PoolIndex:
         cached = self._node_cache.get(name)
         if cached is not None:
             return cached
-        pools: list[Pool] = []
-        devices: list[DeviceEntry] = []
-        incomplete: list[Pool] = []
-        invalid: list[Pool] = []
-        for i in sorted({*self._by_node.get(name, ()), *self._generic}):
-            pool = self._ordered[i]
-            relevant_slices = {v.metadata.name for v, _ in pool.slices
-                               if _slice_relevant(v.spec, v.spec.devices, node)}
-            if not relevant_slices:
+        plain: list[tuple[Pool, list[DeviceEntry]]] = []
+        binding: list[tuple[Pool, list[DeviceEntry]]] = []
+        incomplete: list[PoolProblem] = []
+        invalid: list[PoolProblem] = []
+        for pid in sorted({*self._by_node.get(name, ()), *self._generic}):
+            seen = self._node_view(pid, node)
+            if seen is None:
                 continue
-            if pool.incomplete_reason is not None:
-                incomplete.append(pool)
+            pool, relevant, problem = seen
+            if problem is not None:
+                (incomplete if problem[0] == "incomplete" else invalid).append(PoolProblem(pool, problem[1]))
                 continue
-            if pool.invalid_reason is not None:
-                invalid.append(pool)
-                continue
-            pools.append(pool)
-            for d in pool.devices:
-                if d.slice_name not in relevant_slices:
-                    continue
-                if d.per_device_node_selection and not node_matches(
-                        node, d.view.node_name, d.view.all_nodes, d.view.node_selector):
-                    continue
-                devices.append(d)
-        result = NodePools(pools, devices, incomplete, invalid)
+            devices = [d for d in pool.devices if d.slice_pos in relevant and (
+                not d.per_device_node_selection
+                or node_matches(node, d.view.node_name, d.view.all_nodes, d.view.node_selector))]
+            has_bc = any(d.view.binding_conditions for d in pool.devices if d.slice_pos in relevant)
+            (binding if has_bc else plain).append((pool, devices))
+        result = NodePools([p for p, _ in plain + binding], [d for _, ds in plain + binding for d in ds],
+                           incomplete, invalid)
         self._node_cache[name] = result
         return result
+
+    def _node_view(self, pid: PoolID, node: Obj) -> tuple[Pool, set[int], tuple[str, str] | None] | None:
+        """The generation of ``pid`` that ``node`` sees, the slices of it relevant there, and
+        ``("incomplete"|"invalid", reason)`` if unusable; ``None`` if the node sees nothing."""
+        gens = self._gens[pid]
+        seen_gen = -1
+        relevant: set[int] = set()
+        for g in sorted(gens, reverse=True):
+            relevant = {i for i, (v, _) in enumerate(gens[g].slices) if _slice_relevant(v.spec, node)}
+            if relevant:
+                seen_gen = g
+                break
+        if seen_gen < 0:
+            return None
+        pool = gens[seen_gen]
+        complete_here = len(relevant) == pool.slice_count
+        if not complete_here and seen_gen < max(gens):
+            return None  # obsolete: the driver is publishing a newer generation elsewhere
+        if pool.structural_reason is not None and pool.structural_reason.startswith("slices of generation"):
+            return pool, relevant, ("invalid", pool.structural_reason)
+        if not complete_here and pool.incomplete_reason is not None:
+            return pool, relevant, ("incomplete", pool.incomplete_reason)
+        if pool.structural_reason is not None:
+            return pool, relevant, ("invalid", pool.structural_reason)
+        if pool.duplicate_names:
+            names: set[str] = set()
+            for i, (v, _) in enumerate(pool.slices):
+                if i not in relevant:
+                    continue
+                for d in v.spec.devices:
+                    if d.name in names:
+                        return pool, relevant, ("invalid", f"duplicate device name {d.name}")
+                    names.add(d.name)
+        return pool, relevant, None
+
+
+def _counter_problem(pool: Pool, devices: list[DeviceEntry]) -> str | None:
+    """Upstream ``validateDeviceCounterConsumption``: every consumed counter set and counter exists."""
+    for d in devices:
+        for set_name, counters in d.consumes:
+            known = pool.counter_sets.get(set_name)
+            if known is None:
+                return f"device {d.name}: counter set {set_name} not found"
+            missing = sorted(set(counters) - set(known))
+            if missing:
+                return f"device {d.name}: counter {missing[0]} not found in counter set {set_name}"
+    return None
 
 
 def _device_entry(pool: Pool, view: ResourceSlice, raw: Obj, dev: Device, per_device: bool) -> DeviceEntry:

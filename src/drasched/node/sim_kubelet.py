@@ -15,7 +15,10 @@ What it does, per pod bound to a node (``spec.nodeName`` set):
   ``5m``, ``1h30m``) becomes Succeeded that much virtual time after it started; the
   runner is asked to wake then. Without the annotation a pod runs forever.
 * **Remove.** A pod being deleted (``deletionTimestamp`` set) is finished with a force
-  delete, as the kubelet ends a graceful deletion once its containers stopped.
+  delete, as the kubelet ends a graceful deletion once its containers stopped. A pod
+  annotated ``drasched.io/sim-termination: <Go duration>`` takes that long to stop (at most
+  its grace period, when the kubelet kills it): until then it holds its node's resources
+  and devices, as a slow-stopping container does.
 
 Prepare errors (the upstream kubelet's ``FailedPrepareDynamicResources``) are a Warning
 event on the pod. The upstream kubelet retries forever; a simulation must end, so an error
@@ -41,12 +44,12 @@ from __future__ import annotations
 
 import copy
 import heapq
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from drasched.api import kinds
+from drasched.api.duration import parse_go_duration
 from drasched.api.errors import ApiError, Conflict, NotFound
 from drasched.api.meta import format_time, parse_time
 from drasched.controllers.claimutil import (
@@ -66,30 +69,7 @@ from drasched.store.informer import Informer
 Obj = dict[str, Any]
 
 SIM_DURATION_ANNOTATION = "drasched.io/sim-duration"
-
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def parse_go_duration(text: str) -> timedelta:
-    """Parse a Go ``time.Duration`` string (``time.ParseDuration``): ``1h30m``, ``1.5s``, ``0``."""
-    s = text.strip()
-    sign = 1.0
-    if s.startswith(("+", "-")):
-        sign = -1.0 if s[0] == "-" else 1.0
-        s = s[1:]
-    if s == "0":
-        return timedelta(0)
-    if not s:
-        raise ValueError(f"invalid duration {text!r}")
-    pos, seconds = 0, 0.0
-    while pos < len(s):
-        m = _PART.match(s, pos)
-        if m is None:
-            raise ValueError(f"invalid duration {text!r}: expected a number and a unit (ns, us, ms, s, m, h)")
-        seconds += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    return timedelta(seconds=sign * seconds)
+SIM_TERMINATION_ANNOTATION = "drasched.io/sim-termination"
 
 
 def _md(obj: Obj) -> dict[str, Any]:
@@ -367,11 +347,7 @@ class SimulatedKubelet:
             return False
         deadline = started + duration
         if self.ctx.now() < deadline:
-            key = f"{_md(pod).get('namespace')}/{_md(pod).get('name')}"
-            if (deadline, key) not in self._scheduled:
-                self._scheduled.add((deadline, key))
-                heapq.heappush(self._deadlines, (deadline, key))
-                self.ctx.wake_at(deadline)
+            self._wake(deadline, f"{_md(pod).get('namespace')}/{_md(pod).get('name')}")
             return False
         claims, _ = self._claims_ready(pod)
         self._unprepare(pod, claims)
@@ -406,6 +382,10 @@ class SimulatedKubelet:
 
     def _finish_deletion(self, pod: Obj) -> bool:
         md = _md(pod)
+        stops = self._stop_time(pod)
+        if stops is not None and self.ctx.now() < stops:
+            self._wake(stops, f"{md.get('namespace')}/{md.get('name')}")
+            return False
         claims, _ = self._claims_ready(pod)
         self._unprepare(pod, claims)
         try:
@@ -420,7 +400,30 @@ class SimulatedKubelet:
         self.ctx.decide(self.name, "remove", pod, "containers stopped; pod deleted (grace period 0)")
         return True
 
+    def _stop_time(self, pod: Obj) -> datetime | None:
+        """When a deleted pod's containers have stopped (``None``: at once)."""
+        md = _md(pod)
+        text = (md.get("annotations") or {}).get(SIM_TERMINATION_ANNOTATION)
+        if text is None or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return None
+        try:
+            stop = parse_go_duration(text)
+            deadline = parse_time(md.get("deletionTimestamp") or "")
+        except ValueError as exc:
+            self._warn_once(pod, "InvalidSimTermination", f"annotation {SIM_TERMINATION_ANNOTATION}: {exc}; "
+                                                          "the pod stops at once")
+            return None
+        grace = timedelta(seconds=int(md.get("deletionGracePeriodSeconds") or 0))
+        return deadline - grace + min(stop, grace)  # deletionTimestamp is the deadline: requested + grace
+
     # ---- helpers -------------------------------------------------------------------------------
+    def _wake(self, when: datetime, key: str) -> None:
+        """Look at the pod ``key`` again at ``when`` (the runner advances virtual time to it)."""
+        if (when, key) not in self._scheduled:
+            self._scheduled.add((when, key))
+            heapq.heappush(self._deadlines, (when, key))
+            self.ctx.wake_at(when)
+
     def _write_status(self, pod: Obj, status: Obj) -> bool:
         """Patch the status subresource under the pod's resourceVersion; False on a lost race."""
         md = _md(pod)

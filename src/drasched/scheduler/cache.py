@@ -3,8 +3,13 @@
 Each kind is listed once, then watched from the list's resourceVersion, so a cycle never
 relists (a ``Gone`` watch, after compaction, is the one exception). Works on any
 :class:`~drasched.store.base.ClusterStore`. Objects are kept as the wire dicts the store
-returned (fresh copies, never handed back to the store); ``generation`` counts changes so
+returned (never mutated, never handed back to the store); ``generation`` counts changes so
 parsed views can be memoised per object version by the snapshot builder.
+
+Two feeds, one cache: embedded mode drains each kind's watch synchronously (the memory
+store answers at once, and the run must stay single-threaded and deterministic); behind
+an :class:`~drasched.store.informer.InformedStore` (``drasched serve``) the cache takes
+what changed from the process's shared background watches, without waiting on any.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from drasched.api import kinds
 from drasched.api.errors import Gone
 from drasched.api.kinds import ResourceType
 from drasched.store.base import ClusterStore
+from drasched.store.informer import KindFeed, shared_informers
 
 Obj = dict[str, Any]
 
@@ -33,6 +39,7 @@ WATCHED: tuple[ResourceType, ...] = (
     kinds.POD_GROUP,
     kinds.POD,
     kinds.BIND_REQUEST,
+    kinds.POD_DISRUPTION_BUDGET,
 )
 
 
@@ -52,14 +59,50 @@ class SchedulerCache:
         self._rv: dict[ResourceType, str | None] = dict.fromkeys(self.watched)
         self._kind_generation: dict[ResourceType, int] = dict.fromkeys(self.watched, 0)
         self.generation = 0
+        self._cursor: dict[ResourceType, int | None] = dict.fromkeys(self.watched)
 
     # ------------------------------------------------------------------ feeding
 
     def sync(self, store: ClusterStore) -> bool:
         """Bring every kind up to date; return whether anything changed."""
+        informers = shared_informers(store)
+        if informers is not None:
+            feeds = [informers.feed(rt) for rt in self.watched]
+            if not all(f.synced for f in feeds):
+                return False  # never decide on a partial view of the cluster
+            changed = False
+            for f in feeds:
+                changed |= self._sync_feed(f)
+            return changed
         changed = False
         for rt in self.watched:
             changed |= self._sync_kind(store, rt)
+        return changed
+
+    def _sync_feed(self, feed: KindFeed) -> bool:
+        rt = feed.rt
+        delta = feed.poll(self._cursor[rt])
+        if delta is None:
+            return False
+        self._cursor[rt] = delta.cursor
+        objects = self._objects[rt]
+        if delta.full is not None:
+            fresh = {_cache_key(k): o for k, o in delta.full.items()}
+            changed = fresh.keys() != objects.keys() or any(objects[k] is not o for k, o in fresh.items())
+            self._objects[rt] = fresh
+            if changed:
+                self._bump(rt)
+            return changed
+        changed = False
+        for k, obj in delta.changed.items():
+            key = _cache_key(k)
+            if obj is None:
+                changed = objects.pop(key, None) is not None or changed
+            elif objects.get(key) is not obj:
+                objects[key] = obj
+                changed = True
+        if changed:
+            self._bump(rt)
         return changed
 
     def _sync_kind(self, store: ClusterStore, rt: ResourceType) -> bool:
@@ -123,6 +166,12 @@ class SchedulerCache:
     def kind_generation(self, rt: ResourceType) -> int:
         """The cache generation of the last change to this kind (for memoising derived data)."""
         return self._kind_generation[rt]
+
+
+def _cache_key(key: tuple[str, str]) -> str:
+    """A feed's (namespace, name) as :func:`object_key` spells it."""
+    ns, name = key
+    return f"{ns}/{name}" if ns else name
 
 
 def _rv_of(obj: Obj) -> str:

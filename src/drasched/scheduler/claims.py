@@ -158,7 +158,8 @@ def claim_costs(claim: Obj, allocation: Obj | None, accounting: DeviceAccounting
         dict[str, float], dict[str, int]]:
     """What a claim counts in accounting dimensions, and what it needs per class on one node.
 
-    Allocated: one per result (admin access takes nothing). Not yet allocated: ExactCount
+    Allocated: one per result (admin access takes nothing; a GPU result counts its GPU
+    units, e.g. 0.5 for half a GPU). Not yet allocated: ExactCount
     requests count their ``count``; ``All`` and ``firstAvailable`` count 1 (the real number
     is known once allocated) and are not used to pre-filter nodes.
     """
@@ -173,7 +174,7 @@ def claim_costs(claim: Obj, allocation: Obj | None, accounting: DeviceAccounting
             cls = classes.get(str(r.get("request", "")))
             if cls:
                 dim = accounting.class_dim(cls)
-                demand[dim] = demand.get(dim, 0.0) + 1.0
+                demand[dim] = demand.get(dim, 0.0) + accounting.result_units(cls, r)
         return demand, prefilter
     for r in (spec.get("devices") or {}).get("requests") or []:
         exactly = r.get("exactly")

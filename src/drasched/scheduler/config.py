@@ -5,7 +5,7 @@ Example (every key optional)::
     apiVersion: scheduling.drasched.io/v1alpha1
     kind: SchedulerConfiguration
     schedulerNames: [drasched]        # pods whose spec.schedulerName we schedule ([] = every pod)
-    actions: [allocate]
+    actions: [allocate, reclaim, preempt, consolidate]
     cyclePeriod: 1s
     nodeOrder: binpack                # or spread
     plugins:
@@ -14,6 +14,13 @@ Example (every key optional)::
     gpu:
       deviceClasses: [gpu.example.com]  # DeviceClasses that serve GPUs (besides those whose
                                         # extendedResourceName is nvidia.com/gpu)
+    preemption:
+      budget: 1000                      # victim-set simulations per cycle (reclaim, preempt,
+                                        # consolidate together); what is left waits a cycle
+      nodesPerTask: 8                   # nodes simulated per pending pod, best estimate first
+
+Consolidation is one of the default actions whatever ``nodeOrder`` says (issue 7: "never
+off by default for spread strategies"); drop it from ``actions`` to turn it off.
 """
 
 from __future__ import annotations
@@ -28,14 +35,15 @@ import yaml
 
 from drasched.scheduler.constants import GPU, SCHEDULER_NAME
 
-ACTIONS = ("allocate",)
-"""Actions this build knows, in the order a cycle may run them."""
+ACTIONS = ("allocate", "reclaim", "preempt", "consolidate")
+"""Actions this build knows, in the order a cycle may run them (all on by default)."""
 
 STRATEGIES = ("binpack", "spread")
 PREDICATES = ("nodeUnschedulable", "nodeSelector", "nodeAffinity", "taintToleration", "podCount",
               "resourceFit", "dra")
 PLUGINS = (*PREDICATES, "nodeOrder", "topology")
-_TOP_KEYS = ("apiVersion", "kind", "schedulerNames", "actions", "cyclePeriod", "nodeOrder", "plugins", "gpu")
+_TOP_KEYS = ("apiVersion", "kind", "schedulerNames", "actions", "cyclePeriod", "nodeOrder", "plugins", "gpu",
+             "preemption")
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)$")
 _DURATION_SCALE = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 DEFAULT_WEIGHTS = {GPU: 10.0, "cpu": 1.0, "memory": 1.0}
@@ -56,6 +64,10 @@ class SchedulerConfig:
     resource_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     disabled_plugins: frozenset[str] = frozenset()
     gpu_device_classes: frozenset[str] = frozenset()
+    preemption_budget: int = 1000
+    """Victim-set simulations per cycle, over reclaim, preempt and consolidate together."""
+    preemption_nodes_per_task: int = 8
+    """Nodes on which one pending pod's victims are simulated (best estimate first)."""
 
     def enabled(self, plugin: str) -> bool:
         return plugin not in self.disabled_plugins
@@ -179,9 +191,32 @@ def config_from_dict(raw: Any, base: SchedulerConfig | None = None) -> Scheduler
             if "deviceClasses" in gpu:
                 changes["gpu_device_classes"] = frozenset(
                     _string_list(gpu["deviceClasses"], "gpu.deviceClasses", errors))
+    if "preemption" in raw:
+        changes.update(_parse_preemption(raw["preemption"], errors))
     if errors:
         raise ConfigError("invalid scheduler configuration:\n  " + "\n  ".join(errors))
     return replace(cfg, **changes)
+
+
+_PREEMPTION_KEYS = {"budget": "preemption_budget", "nodesPerTask": "preemption_nodes_per_task"}
+
+
+def _parse_preemption(raw: Any, errors: list[str]) -> dict[str, int]:
+    if not isinstance(raw, dict):
+        errors.append("preemption: must be a map with budget, nodesPerTask")
+        return {}
+    out: dict[str, int] = {}
+    for key in sorted(set(raw) - set(_PREEMPTION_KEYS)):
+        errors.append(f"preemption.{key}: unknown key (known: {', '.join(_PREEMPTION_KEYS)})")
+    for key, attr in _PREEMPTION_KEYS.items():
+        if key not in raw:
+            continue
+        v = raw[key]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            errors.append(f"preemption.{key}: must be an integer >= 1, got {v!r}")
+        else:
+            out[attr] = v
+    return out
 
 
 def config_from_yaml(text: str, base: SchedulerConfig | None = None, where: str = "config") -> SchedulerConfig:

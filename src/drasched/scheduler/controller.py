@@ -7,20 +7,27 @@ by a later cycle from fresher state.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from drasched.api import kinds
 from drasched.api.errors import AlreadyExists, ApiError, NotFound
 from drasched.api.meta import format_time
+from drasched.api.resource import FINALIZER
 from drasched.scheduler.cache import SchedulerCache
 from drasched.scheduler.config import ConfigError, SchedulerConfig, config_from_yaml
 from drasched.scheduler.constants import DEFAULT_QUEUE, POD_SCHEDULED
 from drasched.scheduler.cycle import CycleResult, run_cycle
+from drasched.scheduler.eviction import EVENT_REASONS
 from drasched.scheduler.snapshot import Snapshot, SnapshotBuilder
 from drasched.sim.context import SimContext
 
 Obj = dict[str, Any]
 
+
+REFUSED_BACKOFF = timedelta(minutes=1)
+"""How long a pod whose eviction the API refused is not chosen as a victim again."""
+_KEEP = object()
 
 CONFIG_MAP_KEY = "kube-system/drasched-scheduler"
 """A ConfigMap here with a ``config.yaml`` key configures an embedded run (on top of the defaults)."""
@@ -41,15 +48,24 @@ class SchedulerController:
         self.cycles = 0
         self._group_messages: dict[str, str] = {}
         self._mismatch_noted: set[str] = set()
+        self._wake: datetime | None = None
+        self._refused: dict[str, datetime] = {}
+        """Pod uid -> until when it is not chosen as a victim again (the eviction API refused it)."""
 
     def reconcile(self, ctx: SimContext) -> bool:
-        if not self.cache.sync(ctx.store):
+        now = ctx.now()
+        due = self._wake is not None and now >= self._wake
+        if not self.cache.sync(ctx.store) and not due:
             return False
         self._load_config(ctx)
         snap = self.builder.build(self.cache)
-        result = run_cycle(snap, self.config, format_time(ctx.now()))
+        self._refused = {uid: until for uid, until in self._refused.items() if until > now}
+        result = run_cycle(snap, self.config, format_time(now), avoid=frozenset(self._refused))
         self.last = result
         self.cycles += 1
+        self._wake = result.wake_at
+        if result.wake_at is not None:
+            ctx.wake_at(result.wake_at)
         return self._write(ctx, snap, result)
 
     def _load_config(self, ctx: SimContext) -> None:
@@ -89,14 +105,22 @@ class SchedulerController:
                 store.create(br)
                 wrote = True
                 claims = ", ".join(c["name"] for c in br["spec"].get("resourceClaimAllocations", []))
+                ext = "; extended resources through DRA" if placement.extended is not None else ""
                 ctx.decide(self.name, "place", placement.pod.obj,
-                           f"node {br['spec']['selectedNode']}" + (f"; claims {claims}" if claims else ""))
+                           f"node {br['spec']['selectedNode']}" + (f"; claims {claims}" if claims else "") + ext)
             except AlreadyExists:
                 pass
             except ApiError as exc:
                 ctx.decide(self.name, "error", placement.pod.obj, f"cannot create BindRequest: {exc.message}")
+        wrote |= self._evict(ctx, result)
+        nominated = {pod.key: node for pod, node in result.nominations}
         for pod, cond in result.pod_conditions:
-            wrote |= self._set_condition(ctx, pod.obj, cond)
+            wrote |= self._set_condition(ctx, pod.obj, cond, nominated.pop(pod.key, _KEEP))
+        for pod, node in result.nominations:
+            if pod.key in nominated:
+                wrote |= self._patch_status(ctx, pod.obj, {"nominatedNodeName": node})
+        for claim in result.delete_claims:
+            wrote |= self._delete_stale_claim(ctx, claim)
         for queue, status in result.queue_statuses:
             try:
                 store.update_status({**queue, "status": status})
@@ -113,17 +137,74 @@ class SchedulerController:
         wrote |= self._group_events(ctx, snap, result)
         return wrote
 
-    def _set_condition(self, ctx: SimContext, pod: Obj, cond: Obj) -> bool:
-        conds = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != POD_SCHEDULED]
-        patch = {"metadata": {"resourceVersion": pod["metadata"]["resourceVersion"]},
-                 "status": {"conditions": [*conds, cond]}}
+    def _evict(self, ctx: SimContext, result: CycleResult) -> bool:
+        """Evict through the eviction API (it enforces PodDisruptionBudgets); an Event on each victim."""
+        wrote = False
+        for ev in result.evictions:
+            victim = ev.victim
+            try:
+                ctx.store.evict(victim.namespace, victim.name, uid=victim.uid)
+            except NotFound:
+                continue
+            except ApiError as exc:  # 429 from a budget, or a conflict: choose another victim for a while
+                self._refused[victim.uid] = ctx.now() + REFUSED_BACKOFF
+                message = f"cannot evict pod {victim.key} for it: {exc.message}"
+                ctx.event(ev.preemptor.obj, "Warning", "EvictionRefused", message)
+                ctx.decide(self.name, "error", victim.obj, f"eviction refused: {exc.message}")
+                continue
+            ctx.event(victim.obj, "Normal", EVENT_REASONS[ev.action], ev.message())
+            ctx.decide(self.name, "evict", victim.obj, ev.message())
+            wrote = True
+        return wrote
+
+    def _patch_status(self, ctx: SimContext, pod: Obj, status: Obj) -> bool:
         md = pod["metadata"]
+        patch = {"metadata": {"resourceVersion": md["resourceVersion"]}, "status": status}
         try:
             ctx.store.patch(kinds.POD, md["name"], md["namespace"], patch, subresource="status")
         except ApiError:
             return False  # changed meanwhile (or gone): the next cycle decides again
+        if "nominatedNodeName" in status:
+            node = status["nominatedNodeName"]
+            ctx.decide(self.name, "nominate", pod, f"node {node}" if node else "nomination cleared")
+        return True
+
+    def _set_condition(self, ctx: SimContext, pod: Obj, cond: Obj, nominated: object = _KEEP) -> bool:
+        """Write PodScheduled=False (and ``status.nominatedNodeName`` unless ``nominated`` is ``_KEEP``)."""
+        conds = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != POD_SCHEDULED]
+        status: Obj = {"conditions": [*conds, cond]}
+        if nominated is not _KEEP:
+            status["nominatedNodeName"] = nominated
+        if not self._patch_status(ctx, pod, status):
+            return False
         ctx.event(pod, "Warning", "FailedScheduling", cond["message"])
         ctx.decide(self.name, "unschedulable", pod, cond["message"])
+        return True
+
+    def _delete_stale_claim(self, ctx: SimContext, claim: Obj) -> bool:
+        """Delete an extended-resource claim a failed bind left (upstream: finalizer off, then delete).
+
+        Its pod is not bound, so no kubelet prepared it. A conflict or a replaced claim is
+        left to the next cycle, which decides again from fresh state.
+        """
+        md = claim["metadata"]
+        name, ns, uid = md["name"], md.get("namespace"), md.get("uid")
+        try:
+            current = ctx.store.get(kinds.RESOURCE_CLAIM, name, ns)
+            if current["metadata"].get("uid") != uid:
+                return False
+            finalizers = list(current["metadata"].get("finalizers") or [])
+            if FINALIZER in finalizers:
+                current["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
+                current = ctx.store.update(current)
+            if not current["metadata"].get("deletionTimestamp"):
+                ctx.store.delete(kinds.RESOURCE_CLAIM, name, ns, uid=uid)
+        except NotFound:
+            return False
+        except ApiError as exc:
+            ctx.decide(self.name, "error", claim, f"cannot delete stale extended-resource claim: {exc.message}")
+            return False
+        ctx.decide(self.name, "delete", claim, "extended-resource claim left by a failed bind")
         return True
 
     def _group_events(self, ctx: SimContext, snap: Snapshot, result: CycleResult) -> bool:

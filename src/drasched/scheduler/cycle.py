@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
 from drasched.scheduler.accounting import ALLOCATED, REQUESTED
 from drasched.scheduler.actions import ACTIONS
+from drasched.scheduler.actions.nominated import nominations
 from drasched.scheduler.config import SchedulerConfig
 from drasched.scheduler.constants import DEFAULT_QUEUE, POD_SCHEDULED, UNSCHEDULABLE
+from drasched.scheduler.eviction import Eviction
 from drasched.scheduler.fairshare import fair_shares
 from drasched.scheduler.podinfo import PodInfo
 from drasched.scheduler.queuestatus import queue_status, status_changed
@@ -38,7 +41,15 @@ class CycleResult:
     groups_placed: dict[str, int] = field(default_factory=dict)
     """PodGroup key -> pods placed this cycle."""
     placements: list[Placement] = field(default_factory=list)
+    delete_claims: list[Obj] = field(default_factory=list)
+    """Extended-resource claims left by failed binds (KEP-5004 PostFilter): delete them."""
     shares: dict[str, dict[str, Fraction]] = field(default_factory=dict)
+    evictions: list[Eviction] = field(default_factory=list)
+    """Pods to evict (eviction API), each with its preemptor and reason."""
+    nominations: list[tuple[PodInfo, str | None]] = field(default_factory=list)
+    """Pods whose ``status.nominatedNodeName`` changes (``None`` clears it)."""
+    wake_at: datetime | None = None
+    """Run a cycle then even if nothing changes (a minRuntime ends)."""
     seconds: float = 0.0
 
 
@@ -47,6 +58,8 @@ def bind_request(p: Placement, node: str) -> Obj:
     spec: Obj = {"podName": pod.name, "podUID": pod.uid, "selectedNode": node}
     if p.claims:
         spec["resourceClaimAllocations"] = p.claims
+    if p.extended is not None:
+        spec["extendedResourceClaimAllocation"] = p.extended
     return {
         "apiVersion": BIND_REQUEST_API,
         "kind": "BindRequest",
@@ -79,15 +92,30 @@ def _queue_demand(session: Session) -> dict[str, dict[str, Fraction]]:
             for q, dims in session.usage.own[REQUESTED].items()}
 
 
-def run_cycle(snap: Snapshot, config: SchedulerConfig, now: str) -> CycleResult:
-    """Run the configured actions on a fresh session and collect the decisions."""
+def _allocated(session: Session, queue: str) -> dict[str, float]:
+    """What the queue's status reports: evicted pods run until gone, nominated ones are not bound yet."""
+    out = dict(session.usage.of(ALLOCATED, queue))
+    for d, v in session.disruption.status_delta.of(ALLOCATED, queue).items():
+        out[d] = out.get(d, 0.0) + v
+    return out
+
+
+def run_cycle(snap: Snapshot, config: SchedulerConfig, now: str, avoid: frozenset[str] = frozenset()) -> CycleResult:
+    """Run the configured actions on a fresh session and collect the decisions.
+
+    ``avoid``: uids of pods not to choose as victims (their eviction was refused lately).
+    """
     started = time.perf_counter()
-    session = Session(snap, config)
+    session = Session(snap, config, now=now)
+    session.disruption.avoid = avoid
     shares = fair_shares(snap.queues, snap.capacity, _queue_demand(session))
     for name in config.actions:
         ACTIONS[name](session, shares)
-    out = CycleResult(shares=shares, group_messages=dict(session.group_messages))
+    out = CycleResult(shares=shares, group_messages=dict(session.group_messages),
+                      delete_claims=list(snap.extended.stale.values()))
     for key, p in session.placements.items():
+        if session.disruption.held(key):
+            continue  # nominated: bound once its victims are gone; or room held for a moved pod
         out.placements.append(p)
         out.bind_requests.append(bind_request(p, snap.nodes[p.node].name))
         stale = snap.stale_bind_requests.get(key)
@@ -100,8 +128,10 @@ def run_cycle(snap: Snapshot, config: SchedulerConfig, now: str) -> CycleResult:
         if pod.condition != ("False", UNSCHEDULABLE, message):
             since = _false_since(pod) or now  # the transition is to False, not to a new message
             out.pod_conditions.append((pod, unschedulable_condition(message, since)))
+    out.evictions, out.nominations = list(session.disruption.evictions), nominations(session)
+    out.wake_at = session.disruption.wake_at
     for name, q in snap.queues.queues.items():
-        status = queue_status(q, session.usage.of(ALLOCATED, name), session.usage.of(REQUESTED, name),
+        status = queue_status(q, _allocated(session, name), session.usage.of(REQUESTED, name),
                               shares.get(name, {}), now)
         if q.obj is None:
             out.create_default_queue = name == DEFAULT_QUEUE and bool(session.usage.of(REQUESTED, name))

@@ -3,24 +3,53 @@
 DESIGN.md: every DeviceClass is one dimension keyed by its implicit name
 ``deviceclass.resource.kubernetes.io/<class>``; its explicit ``extendedResourceName`` is an
 alias of it. GPU classes (explicit name ``nvidia.com/gpu``, or listed in the scheduler
-config) all count in the one GPU dimension ``nvidia.com/gpu``, with device-plugin GPUs.
+config) all count in the one GPU dimension ``nvidia.com/gpu``, with device-plugin GPUs,
+in GPU units (:func:`device_units`; :mod:`drasched.scheduler.gpus` defines them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from drasched.dra.allocator import Allocator
 from drasched.dra.extended import DeviceClassByResource, implicit_name
-from drasched.dra.pools import DeviceEntry, DeviceID
+from drasched.dra.pools import DeviceEntry, DeviceID, qualify, qvalue
 from drasched.scheduler.constants import GPU, IMPLICIT_CLASS_PREFIX
 
 Obj = dict[str, Any]
 GPU_RESOURCE_NAMES = frozenset({GPU})
+ONE = Fraction(1)
+
+
+def device_units(dev: DeviceEntry, result: Obj | None = None) -> Fraction:
+    """GPU units one allocation ``result`` of ``dev`` takes (see :mod:`drasched.scheduler.gpus`)."""
+    if result is not None and result.get("adminAccess"):
+        return Fraction(0)
+    consumed = (result or {}).get("consumedCapacity")
+    if dev.multi:
+        if not consumed:
+            return ONE
+        share = Fraction(0)
+        for name, raw in consumed.items():
+            cap = dev.capacity.get(qualify(str(name), dev.driver))
+            if cap is not None and cap.value > 0:
+                share = max(share, qvalue(raw) / cap.value)
+        return min(share, ONE) if share > 0 else ONE
+    if dev.consumes:
+        share = Fraction(0)
+        for set_name, counters in dev.consumes:
+            totals = dev.pool.counter_sets.get(set_name) or {}
+            for cname, v in counters.items():
+                total = totals.get(cname)
+                if total:
+                    share = max(share, v / total)
+        return min(share, ONE) if share > 0 else ONE
+    return ONE
 
 
 class DeviceAccounting:
@@ -36,10 +65,20 @@ class DeviceAccounting:
             if (c.get("spec") or {}).get("extendedResourceName") in GPU_RESOURCE_NAMES:
                 gpu.add((c.get("metadata") or {}).get("name", ""))
         self.gpu_classes = frozenset(gpu & set(self.class_names))
+        self.devices: Mapping[DeviceID, DeviceEntry] = {}
+        """The cycle's devices (set by the snapshot), to weigh GPU results in GPU units."""
 
     def class_dim(self, class_name: str) -> str:
         """The accounting dimension a device of this class counts in."""
         return GPU if class_name in self.gpu_classes else implicit_name(class_name)
+
+    def result_units(self, class_name: str, result: Obj) -> float:
+        """What one allocation result of a class counts in its dimension: GPU units for GPU classes, else 1."""
+        if class_name not in self.gpu_classes:
+            return 1.0
+        dev = self.devices.get((str(result.get("driver", "")), str(result.get("pool", "")),
+                                str(result.get("device", ""))))
+        return 1.0 if dev is None else float(device_units(dev, result))
 
     def dim_of(self, resource: str) -> str:
         """The accounting dimension of a resource name (explicit and implicit names are aliases)."""

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from drasched.api.quantity import QuantityError
 from drasched.scheduler.claims import ClaimEntry, claim_entries
-from drasched.scheduler.constants import POD_GROUP_LABEL, POD_SCHEDULED, PODS, QUEUE_LABEL
+from drasched.scheduler.constants import GPU, POD_GROUP_LABEL, POD_SCHEDULED, PODS, QUEUE_LABEL
+from drasched.scheduler.fraction import FractionError, gpu_fraction
 from drasched.scheduler.resources import pod_requests, to_units
 
 Obj = dict[str, Any]
@@ -45,6 +47,8 @@ class PodInfo:
     """Equal for pods with the same node selector, required affinity and tolerations."""
     eq_key: str
     """Equal for pods with identical scheduling requirements (same template)."""
+    gpu_fraction: Fraction | None = None
+    """``drasched.io/gpu-fraction``: ``requests[nvidia.com/gpu]`` then holds this fraction, not 1."""
 
     @property
     def terminal(self) -> bool:
@@ -68,6 +72,13 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int]) -> PodInfo:
     except (QuantityError, TypeError, ValueError) as exc:
         requests = {PODS: 1.0}
         error = f"pod has a malformed resource request: {exc}"
+    fraction = None
+    try:
+        fraction = gpu_fraction(obj, requests)
+    except FractionError as exc:
+        error = error or str(exc)
+    if fraction is not None:
+        requests = {**requests, GPU: float(fraction)}
     priority = spec.get("priority")
     if priority is None:
         priority = priority_of_class.get(spec.get("priorityClassName") or "", 0)
@@ -103,6 +114,7 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int]) -> PodInfo:
         condition=_scheduled_condition(obj),
         static_key=static_key,
         eq_key=eq,
+        gpu_fraction=fraction,
     )
 
 

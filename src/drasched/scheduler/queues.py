@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from drasched.api.duration import parse_go_duration
 from drasched.api.quantity import QuantityError
 from drasched.scheduler.constants import DEFAULT_QUEUE
 from drasched.scheduler.resources import exact_units
@@ -38,6 +39,8 @@ class QueueInfo:
     obj: Obj | None
     problems: list[str] = field(default_factory=list)
     children: list[str] = field(default_factory=list)
+    min_runtime: float | None = None
+    """``spec.minRuntime`` in seconds: its pods that ran less are not reclaim or preemption victims."""
 
     def settings(self, dim: str) -> DimSettings:
         return self.resources.get(dim) or _NO_SETTINGS
@@ -131,7 +134,8 @@ def build_queue_tree(objs: Iterable[Obj], dim_of: Callable[[str], str]) -> Queue
             prio = 100
         parent = spec.get("parentQueue") or None
         queues[name] = QueueInfo(name, str(parent) if parent else None, prio,
-                                 _parse_resources(spec, dim_of, problems), obj, problems)
+                                 _parse_resources(spec, dim_of, problems), obj, problems,
+                                 min_runtime=_min_runtime(spec.get("minRuntime"), problems))
     if DEFAULT_QUEUE not in queues:
         queues[DEFAULT_QUEUE] = QueueInfo(DEFAULT_QUEUE, None, 100, {}, None)
     for q in queues.values():
@@ -148,6 +152,20 @@ def build_queue_tree(objs: Iterable[Obj], dim_of: Callable[[str], str]) -> Queue
             queues[p].children.append(name)
     roots = sorted(n for n, q in queues.items() if q.parent is None)
     return QueueTree(queues, roots)
+
+
+def _min_runtime(raw: Any, problems: list[str]) -> float | None:
+    if raw is None:
+        return None
+    try:
+        seconds = parse_go_duration(str(raw)).total_seconds()
+    except ValueError:
+        problems.append(f"minRuntime: {raw!r} is not a duration (e.g. 10m, 1h30m); ignored")
+        return None
+    if seconds < 0:
+        problems.append(f"minRuntime: must not be negative, got {raw}; ignored")
+        return None
+    return seconds
 
 
 def _break_cycles(queues: dict[str, QueueInfo]) -> None:

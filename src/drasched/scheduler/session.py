@@ -3,7 +3,9 @@
 Every change (a pod placed, a claim allocated, queue usage added) pushes its undo onto a
 journal, so a Statement can roll back to any checkpoint: a gang that does not fit as a
 whole leaves no trace, the allocator's state (devices in use, shared counters, consumed
-capacity) included. Reclaim and preemption (issue 7) add their operations the same way.
+capacity) included. Evictions (reclaim, preemption, consolidation) are journaled the same
+way (``drasched.scheduler.release``): an evicted pod's claims leave ``reservations`` and,
+when it was their last consumer, their allocation leaves the allocator state.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from drasched.scheduler.accounting import ALLOCATED, QueueUsage, demand_with_cla
 from drasched.scheduler.claims import PodClaim
 from drasched.scheduler.config import SchedulerConfig
 from drasched.scheduler.constants import GPU
+from drasched.scheduler.eviction import EvictionState
 from drasched.scheduler.plugins.fit import RowNeed
 from drasched.scheduler.plugins.predicates import StaticResult, node_selector_mask, static_filter
 from drasched.scheduler.podinfo import PodInfo
@@ -37,6 +40,8 @@ class Placement:
     node: int
     claims: list[Obj]
     group: str
+    extended: Obj | None = None
+    """``extendedResourceClaimAllocation`` for the pod's special claim (KEP-5004), if any."""
 
 
 @dataclass
@@ -63,6 +68,13 @@ class Session:
     _pins: dict[str, tuple[Obj, np.ndarray]] = field(default_factory=dict)
     weights: dict[str, float] = field(init=False)
     class_row_set: frozenset[int] = field(init=False)
+    now: str = ""
+    """The cycle's time (RFC 3339): minRuntime is measured against it."""
+    released: dict[str, set[str]] = field(default_factory=dict)
+    """Claim key -> consumer uids whose reservation an eviction ended in this session."""
+    deallocated: set[str] = field(default_factory=set)
+    """Claims whose last consumer was evicted in this session: their devices are free here."""
+    disruption: EvictionState = field(init=False)
 
     def __post_init__(self) -> None:
         snap = self.snap
@@ -76,6 +88,7 @@ class Session:
         self.state = self.snap.allocator.state
         self.usage = initial_usage(self.snap)
         self.node_version = np.zeros(self.snap.n_nodes, dtype=np.int64)
+        self.disruption = EvictionState(QueueUsage(snap.queues), self.config.preemption_budget)
 
     # ------------------------------------------------------------------ reads
 
@@ -88,7 +101,10 @@ class Session:
         return hit
 
     def claim_allocation(self, key: str) -> Obj | None:
-        return self.claim_alloc.get(key) or self.snap.claims[key].allocation
+        hit = self.claim_alloc.get(key)
+        if hit is not None:
+            return hit
+        return None if key in self.deallocated else self.snap.claims[key].allocation
 
     def claim_for_allocator(self, key: str) -> Obj:
         """The claim as the allocator must see it: with the allocation this session or a BindRequest gave it."""
@@ -118,7 +134,9 @@ class Session:
         return mask
 
     def reservations(self, key: str) -> list[Obj]:
-        return self.snap.claims[key].reserved_for + self.claim_reserved.get(key, [])
+        out = self.snap.claims[key].reserved_for + self.claim_reserved.get(key, [])
+        gone = self.released.get(key)
+        return [r for r in out if r.get("uid") not in gone] if gone else out
 
     def dra_version(self, node: int) -> tuple[int, int]:
         return (int(self.node_version[node]), self.dra_epoch)
@@ -127,6 +145,32 @@ class Session:
 
     def statement(self) -> Statement:
         return Statement(self)
+
+    def take_devices(self, alloc: Obj, sign: float, gpu_row: bool = True) -> None:
+        """Keep the DeviceClass rows in step with the allocator's state (``sign`` -1 takes, +1 frees).
+
+        With ``gpu_row`` the GPU units of the allocation's GPUs follow in the GPU row of DRA
+        GPU nodes; an extended-resource claim passes False (its pod's request counts there).
+        """
+        snap = self.snap
+        if gpu_row:
+            row = snap.index.pos[GPU]
+            for dev, units in snap.gpus.allocation_units(alloc):
+                for j in snap.gpus.device_nodes.get(dev, ()):
+                    self.idle[row, j] += sign * float(units)
+                    self.used[row, j] -= sign * float(units)
+                    self.node_version[j] += 1
+        for r in (alloc.get("devices") or {}).get("results") or []:
+            if r.get("adminAccess") or r.get("shareID"):
+                continue
+            dev = (r.get("driver", ""), r.get("pool", ""), r.get("device", ""))
+            classes = snap.device_classes.get(dev, ())
+            for j in snap.device_nodes.get(dev, ()):
+                for cls in classes:
+                    row = snap.class_rows[cls]
+                    self.idle[row, j] += sign
+                    self.used[row, j] -= sign
+                self.node_version[j] += 1
 
 
 class Statement:
@@ -149,8 +193,11 @@ class Statement:
         """Keep every change since the statement began (the journal stays for outer rollbacks)."""
 
     def assign(self, pod: PodInfo, group: GroupInfo, node: int, needs: list[RowNeed], claims: list[PodClaim],
-               allocations: list[Obj], newly: list[bool]) -> Placement:
-        """Place ``pod`` on ``node`` with the claim allocations the allocator found there."""
+               allocations: list[Obj], newly: list[bool], extended: Obj | None = None) -> Placement:
+        """Place ``pod`` on ``node`` with the claim allocations the allocator found there.
+
+        ``extended`` is the special claim's ``extendedResourceClaimAllocation`` (KEP-5004).
+        """
         s = self.session
         snap = s.snap
         for n in needs:
@@ -164,7 +211,7 @@ class Statement:
             if new:
                 s.state.add(alloc)
                 s.claim_alloc[c.key] = alloc
-                self._take_devices(alloc, -1.0)
+                s.take_devices(alloc, -1.0)
             consumer = group.ref if c.group else {"resource": "pods", "name": pod.name, "uid": pod.uid}
             s.claim_reserved.setdefault(c.key, []).append(consumer)
             entry: Obj = {"name": info.obj["metadata"]["name"], "uid": info.uid}
@@ -174,25 +221,31 @@ class Statement:
                 entry["allocation"] = effective
             entry["reservedFor"] = consumer
             entries.append(entry)
+        if extended is not None:
+            s.state.add(extended["allocation"])
+            s.take_devices(extended["allocation"], -1.0, gpu_row=False)
         keys = [c.key for c in claims if c.key]
         fresh = s.usage.new_claims(ALLOCATED, group.queue, keys)
         demand = demand_with_claims(snap, pod, fresh)
         s.usage.add(ALLOCATED, group.queue, demand)
         s.usage.mark(ALLOCATED, group.queue, fresh)
-        placement = Placement(pod, node, entries, group.key)
+        placement = Placement(pod, node, entries, group.key, extended)
         s.placements[pod.key] = placement
 
         def revert() -> None:
             s.placements.pop(pod.key, None)
             s.usage.mark(ALLOCATED, group.queue, fresh, counted=False)
             s.usage.add(ALLOCATED, group.queue, demand, -1.0)
+            if extended is not None:
+                s.state.remove(extended["allocation"])
+                s.take_devices(extended["allocation"], +1.0, gpu_row=False)
             for c, alloc, new in zip(claims, allocations, newly):
                 assert c.key is not None
                 s.claim_reserved[c.key].pop()
                 if new:
                     s.state.remove(alloc)
                     s.claim_alloc.pop(c.key, None)
-                    self._take_devices(alloc, +1.0)
+                    s.take_devices(alloc, +1.0)
             for n in needs:
                 s.idle[n.row, node] += n.value
                 s.used[n.row, node] -= n.value
@@ -201,19 +254,3 @@ class Statement:
 
         s.journal.append(revert)
         return placement
-
-    def _take_devices(self, alloc: Obj, sign: float) -> None:
-        """Keep the DeviceClass rows in step with the allocator's state (``sign`` -1 takes, +1 frees)."""
-        s = self.session
-        snap = s.snap
-        for r in (alloc.get("devices") or {}).get("results") or []:
-            if r.get("adminAccess") or r.get("shareID"):
-                continue
-            dev = (r.get("driver", ""), r.get("pool", ""), r.get("device", ""))
-            classes = snap.device_classes.get(dev, ())
-            for j in snap.device_nodes.get(dev, ()):
-                for cls in classes:
-                    row = snap.class_rows[cls]
-                    s.idle[row, j] += sign
-                    s.used[row, j] -= sign
-                s.node_version[j] += 1

@@ -5,6 +5,9 @@ array of resource ``r`` across all nodes, so checking a pod against every node c
 only the rows it requests (issue 4's measurement: ~8-11x faster than a 2-D ``all(axis=1)``).
 Rows: cpu, memory, pods, nvidia.com/gpu, then the other scalars and one row per DeviceClass
 (``deviceclass.resource.kubernetes.io/<class>``: devices the class matches on the node).
+The GPU row holds device-plugin GPUs, or on nodes without them the DRA GPUs in GPU units
+(:mod:`~drasched.scheduler.gpus`); requests DRA serves on a node are routed as
+:mod:`~drasched.scheduler.extended` says (KEP-5004).
 Pods with a pending BindRequest count as placed (assumed), with their claim allocations.
 
 The snapshot is read-only, except ``allocator.state``, which the cycle's one session owns.
@@ -36,6 +39,15 @@ from drasched.scheduler.claims import (
 from drasched.scheduler.config import SchedulerConfig
 from drasched.scheduler.constants import DEFAULT_QUEUE, GPU, PODS
 from drasched.scheduler.devices import ClassMatchMemo, DeviceAccounting, count_class_devices
+from drasched.scheduler.extended import (
+    ExtendedIndex,
+    allocatable_row,
+    bind_request_allocations,
+    extended_claims_by_owner,
+    request_row,
+    stale_claims,
+)
+from drasched.scheduler.gpus import GpuInventory, build_gpu_inventory
 from drasched.scheduler.podinfo import NodeInfo, PodInfo, parse_node, parse_pod
 from drasched.scheduler.queues import QueueTree, build_queue_tree
 from drasched.scheduler.resources import ResourceIndex
@@ -100,6 +112,11 @@ class Snapshot:
     allocator: Allocator
     namespace_labels: dict[str, dict[str, str]]
     templates: Mapping[str, Obj]
+    gpus: GpuInventory
+    extended: ExtendedIndex
+    priority_classes: Mapping[str, Obj] = field(default_factory=dict)
+    disruption_budgets: Mapping[str, Obj] = field(default_factory=dict)
+    """PodDisruptionBudgets by ``namespace/name`` (victims are chosen within them)."""
 
     @property
     def n_nodes(self) -> int:
@@ -156,13 +173,17 @@ class SnapshotBuilder:
         assumed, stale, assumed_alloc, assumed_res = _bind_requests(cache, pods)
         claims: dict[str, ClaimInfo] = {}
         state = AllocatedState()
+        slices = cache.objects(kinds.RESOURCE_SLICE)
+        allocator = Allocator(classes, list(slices.values()), state)
+        accounting.devices = allocator.index.devices_by_id
         for key, obj in cache.objects(kinds.RESOURCE_CLAIM).items():
             info = build_claim_info(key, obj, assumed_alloc.get(key), assumed_res.get(key, []), accounting)
             claims[key] = info
             if info.allocation:
                 state.add(info.allocation)
-        slices = cache.objects(kinds.RESOURCE_SLICE)
-        allocator = Allocator(classes, list(slices.values()), state)
+        owned = extended_claims_by_owner(claims)
+        for a in bind_request_allocations(cache, pods, assumed, owned):
+            state.add(a)
         self._class_memo.begin(cache.kind_generation(kinds.DEVICE_CLASS))
         counts = count_class_devices(allocator, node_objs, accounting, self._class_memo,
                                      {k: str(o["metadata"].get("resourceVersion", "")) for k, o in slices.items()})
@@ -180,20 +201,28 @@ class SnapshotBuilder:
         releasing = np.zeros((r_count, n_count))
         for n in nodes:
             for r, v in n.allocatable.items():
-                alloc[index.pos[r], n.index] = v
+                alloc[index.pos[allocatable_row(r, accounting)], n.index] += v
         class_rows = {c: index.pos[implicit_name(c)] for c in accounting.class_names}
         for c, row in class_rows.items():
             alloc[row] = counts.total[c]
             used[row] = counts.in_use[c]
+        gpu_row = index.pos[GPU]
+        gpus = build_gpu_inventory(allocator, nodes, accounting, alloc[gpu_row] > 0,
+                                   [c.allocation for c in claims.values() if c.allocation and not c.extended])
+        alloc[gpu_row] += gpus.total
+        used[gpu_row] += gpus.used
         for p in pods.values():
             node = p.node_name or assumed.get(p.key)
             if not node or p.terminal or node not in node_pos:
                 continue
             j = node_pos[node]
             for r, v in p.requests.items():
-                used[index.pos[r], j] += v
+                name = request_row(r, nodes[j], accounting)
+                if name is None:
+                    continue  # served by DRA there: its claim's devices count in the class row
+                used[index.pos[name], j] += v
                 if p.deleting:
-                    releasing[index.pos[r], j] += v
+                    releasing[index.pos[name], j] += v
 
         groups, group_of = _groups(cache, pods, assumed, prio, cfg)
         templates = cache.objects(kinds.RESOURCE_CLAIM_TEMPLATE)
@@ -209,7 +238,9 @@ class SnapshotBuilder:
             if g.queue not in tree and g.blocked is None:
                 g.blocked = f'queue "{g.queue}" does not exist'
 
-        capacity = _capacity(nodes, alloc, index, accounting, counts.gpu_total, class_rows)
+        capacity = _capacity(nodes, alloc, index, accounting, class_rows)
+        extended = ExtendedIndex(nodes, index, accounting, class_rows, counts.multi, gpus,
+                                 stale_claims(pods, assumed, owned, cfg.schedules))
         return Snapshot(
             index=index, nodes=nodes, node_pos=node_pos,
             allocatable=_frozen(alloc), used=_frozen(used), releasing=_frozen(releasing),
@@ -218,6 +249,8 @@ class SnapshotBuilder:
             pods=pods, groups=groups, group_of=group_of, claims=claims, pod_claims=pod_claims,
             assumed=assumed, stale_bind_requests=stale, queues=tree, accounting=accounting,
             capacity=capacity, allocator=allocator, namespace_labels=ns_labels, templates=templates,
+            gpus=gpus, extended=extended, priority_classes=cache.objects(kinds.PRIORITY_CLASS),
+            disruption_budgets=cache.objects(kinds.POD_DISRUPTION_BUDGET),
         )
 
 
@@ -327,8 +360,12 @@ def _finish_group(g: GroupInfo) -> None:
 
 
 def _capacity(nodes: list[NodeInfo], alloc: np.ndarray, index: ResourceIndex, accounting: DeviceAccounting,
-              gpu_total: np.ndarray, class_rows: dict[str, int]) -> dict[str, Fraction]:
-    """Cluster capacity per accounting dimension (DRA GPUs join device-plugin GPUs, per node)."""
+              class_rows: dict[str, int]) -> dict[str, Fraction]:
+    """Cluster capacity per accounting dimension; on each node the device plugin wins over DRA.
+
+    The GPU row already holds DRA GPUs where no device plugin serves GPUs. A class's devices
+    count on nodes whose allocatable lacks the class's explicit name (issue 6, item 8).
+    """
     out: dict[str, Fraction] = {}
     class_row_set = set(class_rows.values())
     for r, name in enumerate(index.names):
@@ -338,10 +375,9 @@ def _capacity(nodes: list[NodeInfo], alloc: np.ndarray, index: ResourceIndex, ac
         out[dim] = out.get(dim, Fraction(0)) + Fraction(int(alloc[r].sum()))
     for c, row in class_rows.items():
         if c not in accounting.gpu_classes:
+            explicit = accounting.by_resource.explicit_by_class.get(c)
+            keep = np.array([not explicit or n.allocatable.get(explicit, 0.0) <= 0 for n in nodes], dtype=bool)
             dim = accounting.class_dim(c)
-            out[dim] = out.get(dim, Fraction(0)) + Fraction(int(alloc[row].sum()))
-    gpu_row = alloc[index.pos[GPU]]
-    dra_gpus = float(gpu_total[gpu_row <= 0].sum()) if len(nodes) else 0.0  # device plugin wins on a node
-    out[GPU] = out.get(GPU, Fraction(0)) + Fraction(int(dra_gpus))
+            out[dim] = out.get(dim, Fraction(0)) + Fraction(int(alloc[row][keep].sum()))
     out[PODS] = Fraction(int(alloc[index.pos[PODS]].sum()))
     return {d: v for d, v in out.items() if v > 0 or d in (GPU,)}

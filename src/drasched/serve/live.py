@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -16,11 +18,66 @@ Obj = dict[str, Any]
 log = logging.getLogger("drasched")
 
 
+class EventWriter:
+    """Writes Events from background threads, as client-go's recorder does.
+
+    An Event is best effort, and a round trip per Event on a control loop's thread would
+    cap scheduling throughput at the API server's latency. A full queue drops the Event
+    with a warning rather than stall the loop; :meth:`close` writes what is queued first.
+    """
+
+    def __init__(self, store: ClusterStore, writers: int = 2, queue_size: int = 10_000) -> None:
+        self.store = store
+        self._queue: queue.Queue[Obj | None] = queue.Queue(queue_size)
+        self._threads = [threading.Thread(target=self._run, name=f"events-{i}", daemon=True) for i in range(writers)]
+        for t in self._threads:
+            t.start()
+
+    def put(self, ev: Obj) -> None:
+        try:
+            self._queue.put_nowait(ev)
+        except queue.Full:
+            log.warning("event queue full: dropped event %s on %s", ev.get("reason"),
+                        (ev.get("involvedObject") or {}).get("name"))
+
+    def _run(self) -> None:
+        while True:
+            ev = self._queue.get()
+            try:
+                if ev is None:
+                    return
+                create_event(self.store, ev)
+            finally:
+                self._queue.task_done()
+
+    def flush(self) -> None:
+        """Wait until every queued Event is written."""
+        self._queue.join()
+
+    def close(self) -> None:
+        """Write what is queued, then stop the writer threads."""
+        for _ in self._threads:
+            self._queue.put(None)
+        for t in self._threads:
+            t.join(30)
+
+
+def create_event(store: ClusterStore, ev: Obj) -> None:
+    try:
+        store.create(ev)
+    except ApiError as exc:  # events are best effort, as in client-go's recorder
+        log.warning("could not record event %s on %s: %s", ev.get("reason"),
+                    (ev.get("involvedObject") or {}).get("name"), exc)
+
+
 @dataclass
 class LiveContext:
+    """One controller's view of a real cluster; Events go through ``events`` when set."""
+
     store: ClusterStore
     metrics: Metrics
     wakeups: list[datetime] = field(default_factory=list)
+    events: EventWriter | None = None
 
     def now(self) -> datetime:
         return datetime.now(UTC)
@@ -41,17 +98,18 @@ class LiveContext:
     def event(self, obj: Obj, event_type: str, reason: str, message: str, component: str = "drasched") -> None:
         md = obj.get("metadata") or {}
         ts = format_time(self.now())
-        try:
-            self.store.create({
-                "apiVersion": "v1", "kind": "Event",
-                "metadata": {"generateName": f"{md.get('name', 'object')}.",
-                             "namespace": md.get("namespace") or "default"},
-                "involvedObject": {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
-                                   "name": md.get("name"), "uid": md.get("uid"),
-                                   **({"namespace": md["namespace"]} if md.get("namespace") else {})},
-                "type": event_type, "reason": reason, "message": message,
-                "source": {"component": component}, "reportingComponent": component,
-                "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
-            })
-        except ApiError as exc:  # events are best effort, as in client-go's recorder
-            log.warning("could not record event %s on %s: %s", reason, md.get("name"), exc)
+        ev = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": f"{md.get('name', 'object')}.",
+                         "namespace": md.get("namespace") or "default"},
+            "involvedObject": {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
+                               "name": md.get("name"), "uid": md.get("uid"),
+                               **({"namespace": md["namespace"]} if md.get("namespace") else {})},
+            "type": event_type, "reason": reason, "message": message,
+            "source": {"component": component}, "reportingComponent": component,
+            "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
+        }
+        if self.events is None:
+            create_event(self.store, ev)
+        else:
+            self.events.put(ev)

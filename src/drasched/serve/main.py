@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -14,12 +15,19 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from drasched.api import kinds
 from drasched.api.errors import ApiError
 from drasched.control import Controller
+from drasched.scheduler.cache import WATCHED
 from drasched.serve.leader import LeaderElector
-from drasched.serve.live import LiveContext
+from drasched.serve.live import EventWriter, LiveContext
 from drasched.serve.metrics import Metrics
 from drasched.store.base import ClusterStore
+from drasched.store.informer import InformedStore, SharedInformers
+from drasched.store.kube import KubeStore
 
 log = logging.getLogger("drasched")
+
+SERVE_KINDS = WATCHED
+"""What the serve controllers read: the scheduler cache's kinds cover the binder's and the
+claim controller's. Started together, so that the first round sees a whole cluster."""
 
 
 def build_controllers(enable_claim_controller: bool = False, config_path: str | None = None) -> list[Controller]:
@@ -86,11 +94,33 @@ def run(
     stop: threading.Event | None = None,
     health: _Health | None = None,
     max_loops: int | None = None,
+    shared_informers: bool | None = None,
+    watch_timeout: float = 30.0,
+    min_round_interval: float = 0.05,
 ) -> int:
-    """Run until ``stop`` is set (or ``max_loops`` rounds, for tests); returns rounds run."""
+    """Run until ``stop`` is set (or ``max_loops`` rounds, for tests); returns rounds run.
+
+    Against a real API server (``shared_informers``, on by default for a
+    :class:`~drasched.store.kube.KubeStore`) every kind the controllers read is watched
+    once, in the background, and shared by all of them, and each controller runs in its
+    own thread, as separate controllers of a cluster would: one controller waiting on the
+    API server never holds up another. A controller sleeps until a watch delivers a
+    change, its wake-up time comes, or ``period`` passes; the main thread keeps the lease
+    (``max_loops`` then counts its renewals). A controller starts a round at most every
+    ``min_round_interval`` seconds: a burst of watch events is then one round, not one
+    each (a scheduling cycle builds a snapshot of the whole cluster; run per event, it
+    would hold the GIL that the binder and the claim controller need). Over the memory
+    store the controllers take turns in one loop and drain its watch themselves, as in
+    embedded mode.
+    """
     metrics = metrics or Metrics()
     stop = stop or threading.Event()
     health = health or _Health()
+    if shared_informers is None:
+        shared_informers = isinstance(store, KubeStore)
+    if shared_informers:
+        return _run_threaded(store, controllers, metrics, elector, period, stop, health, max_loops, watch_timeout,
+                             min_round_interval)
     ctx = LiveContext(store, metrics)
     loops = 0
     try:
@@ -110,7 +140,7 @@ def run(
                 except ApiError as exc:  # a failed request is retried next round
                     log.warning("%s: %s", c.name, exc)
                 metrics.cycle_seconds.labels(c.name).observe(time.perf_counter() - started)
-            _refresh_queue_metrics(store, metrics)
+            _refresh_queue_metrics(store, metrics, None)
             if not progressed:
                 wake = ctx.next_wakeup()
                 delay = period if wake is None else max(0.0, min(period, (wake - ctx.now()).total_seconds()))
@@ -118,10 +148,119 @@ def run(
     finally:
         if elector is not None:
             elector.release()
+        _close(controllers)
     return loops
 
 
-def _refresh_queue_metrics(store: ClusterStore, metrics: Metrics) -> None:
+SWITCH_INTERVAL = 0.0005
+"""The GIL switch interval while controllers run in threads (see ``_run_threaded``)."""
+
+RENEW_SECONDS = 2.0
+"""How often the leader renews its lease in threaded mode (client-go's retryPeriod)."""
+
+
+def _run_threaded(
+    raw_store: ClusterStore,
+    controllers: Sequence[Controller],
+    metrics: Metrics,
+    elector: LeaderElector | None,
+    period: float,
+    stop: threading.Event,
+    health: _Health,
+    max_loops: int | None,
+    watch_timeout: float,
+    min_round_interval: float,
+) -> int:
+    # A thread back from the network waits for the GIL until the thread holding it has run
+    # a whole switch interval (5 ms by default). With a scheduling cycle on the CPU, each
+    # round trip of the binder or the claim controller would cost that much extra.
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch_interval, SWITCH_INTERVAL))
+    informers = SharedInformers(raw_store, watch_timeout=watch_timeout)
+    informers.start(SERVE_KINDS)
+    if not informers.wait_for_sync(timeout=120.0):
+        log.warning("informers did not finish their first list in 120 s; controllers wait for them")
+    store = InformedStore(raw_store, informers)
+    events = EventWriter(store)
+    leading = threading.Event()
+    done = threading.Event()  # stop, or max_loops reached: the controller threads end
+    last_round: dict[str, float] = {}
+
+    def loop(c: Controller) -> None:
+        ctx = LiveContext(store, metrics, events=events)
+        started = 0.0
+        while not done.is_set():
+            last_round[c.name] = time.monotonic()
+            if not leading.is_set():
+                leading.wait(period)
+                continue
+            pace = min_round_interval - (time.perf_counter() - started)
+            if pace > 0:
+                done.wait(pace)
+            seen = informers.version
+            started = time.perf_counter()
+            progressed = False
+            try:
+                progressed = bool(c.reconcile(ctx))
+            except ApiError as exc:  # a failed request is retried next round
+                log.warning("%s: %s", c.name, exc)
+            except Exception:  # a bug in one pass must not end the controller for good
+                log.exception("%s: reconcile failed", c.name)
+                done.wait(period)
+            metrics.cycle_seconds.labels(c.name).observe(time.perf_counter() - started)
+            if not progressed:
+                wake = ctx.next_wakeup()
+                delay = period if wake is None else max(0.0, min(period, (wake - ctx.now()).total_seconds()))
+                informers.wait(seen, delay)  # a watch event ends the nap at once
+
+    threads = [threading.Thread(target=loop, args=(c,), name=f"controller-{c.name}", daemon=True)
+               for c in controllers]
+    for t in threads:
+        t.start()
+    loops = 0
+    try:
+        while not stop.is_set() and (max_loops is None or loops < max_loops):
+            loops += 1
+            if elector is None or elector.try_acquire_or_renew():
+                leading.set()
+                metrics.is_leader.set(1)
+            else:
+                leading.clear()
+                metrics.is_leader.set(0)
+            now = time.monotonic()
+            stalled = [t.name for t in threads if not t.is_alive()]
+            if leading.is_set() and not stalled:
+                health.last_loop = min(last_round.values(), default=now)
+            elif not leading.is_set():
+                health.last_loop = now
+            _refresh_queue_metrics(store, metrics, informers)
+            stop.wait(min(period, RENEW_SECONDS) if max_loops is not None else RENEW_SECONDS)
+    finally:
+        done.set()
+        leading.set()  # wake the threads that wait for leadership, so that they see `done`
+        informers.stop(join_timeout=0)  # also wakes the threads that wait for a change
+        for t in threads:
+            t.join(60)
+        if elector is not None:
+            elector.release()
+        _close(controllers)
+        events.close()
+        sys.setswitchinterval(switch_interval)
+    return loops
+
+
+def _close(controllers: Sequence[Controller]) -> None:
+    for c in controllers:
+        close = getattr(c, "close", None)
+        if callable(close):
+            close()
+
+
+def _refresh_queue_metrics(store: ClusterStore, metrics: Metrics, informers: SharedInformers | None) -> None:
+    if informers is not None:
+        for q in informers.feed(kinds.QUEUE).items():
+            metrics.record_queue(q)
+        return
     try:
         for q in store.list(kinds.QUEUE).items:
             metrics.record_queue(q)

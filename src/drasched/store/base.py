@@ -89,6 +89,14 @@ class ClusterStore(Protocol):
         """POST the ``pods/binding`` subresource: sets ``spec.nodeName`` once."""
         ...
 
+    def evict(self, namespace: str, name: str, *, uid: str | None = None) -> None:
+        """POST the ``pods/eviction`` subresource (a policy/v1 Eviction): a graceful delete.
+
+        Refused with ``TooManyRequests`` (HTTP 429) when the pod's PodDisruptionBudget does
+        not allow it; pods that are Pending, done or already being deleted ignore budgets.
+        """
+        ...
+
     def watch(
         self,
         rt: ResourceType,

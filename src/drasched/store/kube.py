@@ -71,7 +71,10 @@ class KubeStore:
     """The ClusterStore contract against a real API server (sync, one HTTP/1.1 pool).
 
     ``watch`` holds one connection of the pool while it is iterated; the pool is large
-    enough for a handful of reflectors plus writes. Safe to share between threads.
+    enough for a watch per kind (``drasched serve`` keeps about a dozen open) plus the
+    binder's parallel writers, and keeps them all alive: a connection closed for lack of
+    keep-alive slots costs a new TLS handshake on the next request. Safe to share between
+    threads.
     ``kubeconfig`` fills in whatever the other arguments leave unset; ``transport``
     replaces the network (tests pass an ``httpx.MockTransport``).
     """
@@ -118,7 +121,7 @@ class KubeStore:
             headers=headers,
             verify=verify_arg,
             timeout=timeout,
-            limits=httpx.Limits(max_connections=32, max_keepalive_connections=16),
+            limits=httpx.Limits(max_connections=96, max_keepalive_connections=96),
         )
 
     @classmethod
@@ -278,6 +281,14 @@ class KubeStore:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
         }
         self._request("POST", kinds.POD.api_path(namespace, pod_name) + "/binding", STRICT, binding)
+
+    def evict(self, namespace: str, name: str, *, uid: str | None = None) -> None:
+        """POST a policy/v1 Eviction to ``pods/<name>/eviction``; 429 when a budget forbids it."""
+        eviction: Obj = {"apiVersion": "policy/v1", "kind": "Eviction",
+                         "metadata": {"name": name, "namespace": namespace}}
+        if uid:
+            eviction["deleteOptions"] = {"preconditions": {"uid": uid}}
+        self._request("POST", kinds.POD.api_path(namespace, name) + "/eviction", STRICT, eviction)
 
     def watch(
         self,

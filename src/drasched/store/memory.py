@@ -14,8 +14,19 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from drasched.api import kinds, validation
-from drasched.api.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Gone, NotFound, invalid
+from drasched.api import disruption, kinds, validation
+from drasched.api.defaults import apply_builtin_defaults, apply_crd_defaults
+from drasched.api.errors import (
+    AlreadyExists,
+    ApiError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Gone,
+    NotFound,
+    TooManyRequests,
+    invalid,
+)
 from drasched.api.errors import Cause as _Cause
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time, merge_patch
@@ -108,6 +119,8 @@ class MemoryStore:
                 if self._key(rt, name, md.get("namespace")) not in self._objects:
                     break
             md["name"] = name
+        apply_crd_defaults(rt.kind, obj)
+        apply_builtin_defaults(rt.kind, obj)
         validation.validate(obj, rt)
         self._check_namespace(rt, md.get("namespace"))
         key = self._key(rt, md["name"], md.get("namespace"))
@@ -230,6 +243,8 @@ class MemoryStore:
                     nmd[field] = current["metadata"][field]
                 else:
                     nmd.pop(field, None)
+            apply_crd_defaults(rt.kind, new)
+            apply_builtin_defaults(rt.kind, new)
             validation.validate(new, rt)
             validation.validate_update(current, new, rt)
             if new.get("spec") != current.get("spec") and "generation" in nmd:
@@ -335,6 +350,28 @@ class MemoryStore:
         new["metadata"]["resourceVersion"] = self._next_rv()
         self._objects[self._key(kinds.POD, pod_name, namespace)] = new
         self._record(kinds.POD, "MODIFIED", new)
+
+    def evict(self, namespace: str, name: str, *, uid: str | None = None) -> None:
+        """The eviction subresource: the pod's PodDisruptionBudget, computed from the pods
+        themselves (``drasched.api.disruption``: no disruption controller runs here)."""
+        pod = self._require(kinds.POD, name, namespace)
+        if uid and uid != pod["metadata"]["uid"]:
+            raise Conflict(f'Operation cannot be fulfilled on Pod "{name}": the UID in the precondition ({uid}) '
+                           f"does not match the UID in record ({pod['metadata']['uid']}). The object might have "
+                           "been deleted and then recreated", "Pod", name)
+        phase = (pod.get("status") or {}).get("phase") or "Pending"
+        if not pod["metadata"].get("deletionTimestamp") and phase not in ("Pending", "Succeeded", "Failed"):
+            pdbs = [b for b in self.iter_kind(kinds.POD_DISRUPTION_BUDGET) if disruption.selects(b, pod)]
+            if len(pdbs) > 1:
+                raise ApiError("This pod has more than one PodDisruptionBudget, which the eviction subresource "
+                               "does not support.", 500, "InternalError", "Pod", name)
+            if pdbs:
+                pods = [o for o in self.iter_kind(kinds.POD) if o["metadata"].get("namespace") == namespace]
+                b = disruption.budget(pdbs[0], pods)
+                if not b.permits(disruption.is_healthy(pod)):
+                    raise TooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.",
+                                          "Pod", name, [_Cause("", b.refusal(), "DisruptionBudget")])
+        self.delete(kinds.POD, name, namespace, uid=uid)
 
     def watch(
         self,

@@ -214,6 +214,10 @@ class LocalCluster:
         self._procs: list[subprocess.Popen[bytes]] = []
         self._stores: list[KubeStore] = []
 
+    def pids(self) -> list[int]:
+        """Process ids of etcd and kube-apiserver (benchmarks read their CPU time)."""
+        return [p.pid for p in self._procs if p.poll() is None]
+
     # -- paths -------------------------------------------------------------------------
 
     @property

@@ -83,7 +83,8 @@ def ext_spec(node: str = "n1", device: str = "gpu-0") -> Obj:
     """The scheduler's ``extendedResourceClaimAllocation`` for ``nvidia.com/gpu: 1``."""
     return {
         "allocation": allocation(node, device, request="container-0-request-0"),
-        "deviceRequests": [{"name": "container-0-request-0", "exactly": {"deviceClassName": "gpu", "count": 1}}],
+        "deviceRequests": [{"name": "container-0-request-0",
+                            "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 1}}],
         "containerMappings": [{"containerName": "main", "resourceName": "nvidia.com/gpu",
                                "requestName": "container-0-request-0"}],
     }

@@ -39,8 +39,9 @@ def test_three_container_pod_gets_one_claim_per_template_entry() -> None:
         assert md["ownerReferences"] == [{"apiVersion": "v1", "kind": "Pod", "name": "trainer",
                                           "uid": p["metadata"]["uid"], "controller": True,
                                           "blockOwnerDeletion": True}]
-        assert c["spec"] == {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName":
-                                                                                 "gpu.example.com"}}]}}
+        # the template's spec, with the server's defaults (allocationMode ExactCount, count 1)
+        assert c["spec"] == {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}}]}}
     # Template labels and annotations are copied, plus the pod-claim-name annotation.
     assert by_entry["gpu-0"]["metadata"]["labels"] == {"team": "a"}
     assert by_entry["gpu-0"]["metadata"]["annotations"] == {"note": "from-template", POD_CLAIM_ANNOTATION: "gpu-0"}

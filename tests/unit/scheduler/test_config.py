@@ -11,7 +11,9 @@ from drasched.scheduler.config import ConfigError, SchedulerConfig, config_from_
 
 def test_defaults() -> None:
     cfg = load_config(None)
-    assert cfg.actions == ("allocate",) and cfg.node_order == "binpack" and cfg.cycle_period_seconds == 1.0
+    assert cfg.actions == ("allocate", "reclaim", "preempt", "consolidate")
+    assert cfg.node_order == "binpack" and cfg.cycle_period_seconds == 1.0
+    assert cfg.preemption_budget == 1000 and cfg.preemption_nodes_per_task == 8
     assert cfg.schedules("drasched") and not cfg.schedules("default-scheduler")
     assert SchedulerConfig.embedded().schedules(None)
     assert cfg.resource_weights["nvidia.com/gpu"] == 10
@@ -40,6 +42,22 @@ def test_every_problem_is_reported_at_once() -> None:
                      "actions: unknown action 'shuffle'", "cyclePeriod: 'soon' is not a duration",
                      "plugins.magic: unknown plugin", "plugins.nodeOrder.resourceWeights.cpu: must be a number >= 0",
                      "plugins.nodeOrder.x: unknown argument"):
+        assert expected in text
+
+
+def test_consolidation_stays_on_for_spread() -> None:
+    # Issue 7: consolidation is "never off by default for spread strategies".
+    assert "consolidate" in config_from_dict({"nodeOrder": "spread"}).actions
+
+
+def test_preemption_settings() -> None:
+    cfg = config_from_dict({"preemption": {"budget": 50, "nodesPerTask": 2}, "actions": ["allocate", "preempt"]})
+    assert (cfg.preemption_budget, cfg.preemption_nodes_per_task, cfg.actions) == (50, 2, ("allocate", "preempt"))
+    with pytest.raises(ConfigError) as err:
+        config_from_dict({"preemption": {"budget": 0, "nodesPerTask": True, "depth": 3}})
+    text = str(err.value)
+    for expected in ("preemption.budget: must be an integer >= 1, got 0", "preemption.nodesPerTask: must be an "
+                     "integer >= 1, got True", "preemption.depth: unknown key"):
         assert expected in text
 
 

@@ -44,7 +44,7 @@ def test_the_default_queue_is_created_when_pods_use_it() -> None:
     ctx = _ctx(node("a"), pod("p", cpu="1"))
     sc = SchedulerController()
     sc.reconcile(ctx)
-    assert ctx.store.get(kinds.QUEUE, "default")["spec"] == {}
+    assert ctx.store.get(kinds.QUEUE, "default")["spec"] == {"priority": 100}  # the CRD's schema default
     sc.reconcile(ctx)
     assert ctx.store.get(kinds.QUEUE, "default")["status"]["allocated"] == {"cpu": "1"}
 

@@ -59,8 +59,7 @@ def test_fit_compares_only_requested_rows_and_counts_reasons() -> None:
     base = np.array([True, True, True])
     assert list(fit_mask(idle, needs, base)) == [True, False, True]
     counts: Counter[str] = Counter()
-    failing = fit_reasons(idle, [RowNeed(0, "cpu", 2000.0), RowNeed(1, "nvidia.com/gpu", 1.0)], base,
-                          frozenset(), counts)
+    failing = fit_reasons(idle, [RowNeed(0, "cpu", 2000.0), RowNeed(1, "nvidia.com/gpu", 1.0)], base, counts)
     assert list(failing) == [False, True, True]
     assert counts == {"insufficient cpu": 1, "insufficient nvidia.com/gpu": 1}
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from drasched.api import kinds
-from drasched.api.errors import ApiError, Conflict, Gone, NotFound
+from drasched.api.errors import ApiError, Conflict, Gone, NotFound, TooManyRequests
 from drasched.store.kube import KubeStore
 
 
@@ -83,6 +83,22 @@ def test_bind_posts_a_binding() -> None:
         "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
         "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"},
     }
+
+
+def test_evict_posts_a_policy_v1_eviction_and_429_is_too_many_requests() -> None:
+    store, seen = make(lambda r: httpx.Response(201, json=status(201, "", "")))
+    store.evict("ns", "p", uid="u-1")
+    req = seen[0]
+    assert (req.method, req.url.path) == ("POST", "/api/v1/namespaces/ns/pods/p/eviction")
+    assert json.loads(req.content) == {"apiVersion": "policy/v1", "kind": "Eviction",
+                                       "metadata": {"name": "p", "namespace": "ns"},
+                                       "deleteOptions": {"preconditions": {"uid": "u-1"}}}
+    body = status(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.")
+    body["details"] = {"causes": [{"reason": "DisruptionBudget", "message": "The disruption budget web needs 1"}]}
+    store, _ = make(lambda r: httpx.Response(429, json=body))
+    with pytest.raises(TooManyRequests) as e:
+        store.evict("ns", "p")
+    assert e.value.code == 429 and e.value.causes[0].message == "The disruption budget web needs 1"
 
 
 def test_errors_map_to_typed_exceptions() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from drasched.scheduler.actions.nominated import place_nominated
 from drasched.scheduler.actions.ordering import QueuePicker
 from drasched.scheduler.actions.task import place_task, task_needs
 from drasched.scheduler.plugins.topology import Domain, domains, order_domains
@@ -18,9 +19,10 @@ from drasched.scheduler.snapshot import GroupInfo
 
 def allocate(session: Session, shares: dict[str, dict[str, Fraction]]) -> None:
     snap = session.snap
+    handled = place_nominated(session)  # preemptors whose victims were evicted for them go first
     by_queue: dict[str, list[GroupInfo]] = {}
     for g in sorted(snap.groups.values(), key=lambda g: (-g.priority, g.created, g.key)):
-        if not g.pending:
+        if not g.pending or g.key in handled:
             continue
         if g.blocked is not None:
             _fail_all(session, g, g.blocked)

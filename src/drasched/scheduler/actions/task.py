@@ -3,11 +3,14 @@
 The allocator runs last and lazily: on the feasible nodes in score order until one works,
 and the allocation it found there is the one bound (never computed twice). A node where
 pods of the same equivalence class already failed, unchanged since, is not asked again.
+Extended resources that DRA serves on a node (KEP-5004) add the pod's node-specific
+special claim to its real claims there (:mod:`drasched.scheduler.extended`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +21,8 @@ from drasched.dra.explain import Reason
 from drasched.dra.extended import implicit_name
 from drasched.scheduler.accounting import ALLOCATED, demand_with_claims
 from drasched.scheduler.claims import PodClaim
+from drasched.scheduler.constants import GPU
+from drasched.scheduler.extended import PodExtended, SpecialClaim, stale_message
 from drasched.scheduler.messages import Diagnosis, queue_limit_message
 from drasched.scheduler.plugins.fit import RowNeed, class_reasons, fit_mask, fit_reasons
 from drasched.scheduler.plugins.nodeorder import order_nodes
@@ -26,10 +31,35 @@ from drasched.scheduler.podinfo import PodInfo
 from drasched.scheduler.session import Session, Statement
 from drasched.scheduler.snapshot import GroupInfo
 
+Obj = dict[str, Any]
+
 MSG_OUTSIDE_DOMAIN = "node(s) outside the pod group's topology domain"
 EXPLAIN_LIMIT = 32
 """Up to this many nodes rejected by the device-count pre-filter are explained by the allocator itself."""
 ClassNeeds = list[tuple[str, RowNeed]]
+
+
+def _container_needs(session: Session, t: PodInfo) -> list[RowNeed]:
+    """Rows every node must have: GPU-dimension names on the GPU row, DRA-served others left out.
+
+    A resource a DeviceClass serves outside the GPU dimension is routed per node
+    (:meth:`~drasched.scheduler.extended.ExtendedIndex.fit`), so it has no row here.
+    """
+    snap = session.snap
+    acc = snap.accounting
+    pos = snap.index.pos
+    rows: dict[int, RowNeed] = {}
+    for r, v in t.requests.items():
+        if acc.dim_of(r) == GPU:
+            name = GPU
+        elif acc.by_resource.class_for(r) is not None:
+            continue
+        else:
+            name = r
+        row = pos[name]
+        prev = rows.get(row)
+        rows[row] = RowNeed(row, name, v + (prev.value if prev else 0.0))
+    return [rows[k] for k in sorted(rows)]
 
 
 def task_needs(session: Session, t: PodInfo) -> tuple[list[RowNeed], ClassNeeds]:
@@ -37,8 +67,7 @@ def task_needs(session: Session, t: PodInfo) -> tuple[list[RowNeed], ClassNeeds]
     snap = session.snap
     container = session.needs_cache.get(t.eq_key)
     if container is None:
-        pos = snap.index.pos
-        container = [RowNeed(pos[r], r, v) for r, v in sorted(t.requests.items(), key=lambda kv: pos[kv[0]])]
+        container = _container_needs(session, t)
         session.needs_cache[t.eq_key] = container
     per_class: dict[str, int] = {}
     for c in snap.pod_claims.get(t.key, ()):
@@ -80,6 +109,10 @@ def place_task(session: Session, stmt: Statement, g: GroupInfo, t: PodInfo, mask
     snap = session.snap
     if t.error:
         return t.error
+    ext = snap.extended
+    stale = ext.stale.get(t.key)
+    if stale is not None:
+        return stale_message(stale)
     resolved = snap.pod_claims.get(t.key, [])
     waits = [c.waiting for c in resolved if c.waiting]
     if waits:
@@ -95,37 +128,52 @@ def place_task(session: Session, stmt: Statement, g: GroupInfo, t: PodInfo, mask
         return queue_limit_message(snap.n_nodes, *over)
 
     container, classes = task_needs(session, t)
+    px = ext.pod(t)
     st = session.static(t)
     base = st.ok if mask is None else st.ok & mask
     pins = [(c.key, m) for c in claims if c.key and (m := session.allocation_nodes(c.key)) is not None]
     for _, m in pins:
         base = base & m
     all_needs = container + [n for _, n in classes]
-    if any(n.row in session.class_row_set for n in container):
-        feasible = np.zeros_like(base)
-    else:
-        feasible = fit_mask(session.idle, all_needs, base)
+    feasible = fit_mask(session.idle, all_needs, base)
+    if px is not None:
+        feasible &= ext.fit(session.idle, px, base)
     candidates = np.flatnonzero(feasible)
     tried: dict[int, list[Reason]] = {}
     if candidates.size:
         order = order_nodes(snap.allocatable, session.used, all_needs, candidates, session.config.node_order,
                             session.weights)
-        if not claims:
-            stmt.assign(t, g, int(order[0]), container, [], [], [])
+        if not claims and (px is None or not px.mapped):
+            node = int(order[0])
+            stmt.assign(t, g, node, container + ext.dp_needs(px, node), [], [], [])
             return None
-        chosen, outcome, error = _allocate_first(session, t, claims, order, tried)
+        chosen, outcome, special, error = _allocate_first(session, t, claims, px, order, tried)
         if error is not None:
             return error
         if chosen is not None and outcome is not None:
-            stmt.assign(t, g, chosen, container, claims, outcome.allocations, outcome.newly_allocated)
+            n = len(claims)
+            extended = special.bind_entry(outcome.allocations[n]) if special is not None else None
+            stmt.assign(t, g, chosen, container + ext.dp_needs(px, chosen), claims, outcome.allocations[:n],
+                        outcome.newly_allocated[:n], extended)
             return None
-    explain = (lambda j: _explain(session, t, claims, j)) if claims else None
-    return _diagnose(session, st, mask, container, classes, pins, tried, explain).message()
+    dra = bool(claims) or (px is not None and bool(px.mapped))
+    explain = (lambda j: _explain(session, t, claims, px, j)) if dra else None
+    return _diagnose(session, st, mask, container, classes, pins, tried, explain, px).message()
 
 
-def _explain(session: Session, t: PodInfo, claims: list[PodClaim], j: int) -> list[Reason]:
-    snap = session.snap
+def _claim_objs(session: Session, t: PodInfo, claims: list[PodClaim], px: PodExtended | None,
+                j: int) -> tuple[list[Obj], SpecialClaim | None]:
+    """The claims the allocator must satisfy on node ``j``: the pod's, then its special claim there."""
     objs = [session.claim_for_allocator(c.key) for c in claims if c.key]
+    special = session.snap.extended.special_claim(t, px, j)
+    if special is not None:
+        objs.append(special.claim)
+    return objs, special
+
+
+def _explain(session: Session, t: PodInfo, claims: list[PodClaim], px: PodExtended | None, j: int) -> list[Reason]:
+    snap = session.snap
+    objs, _ = _claim_objs(session, t, claims, px, j)
     try:
         out = snap.allocator.allocate(snap.nodes[j].obj, objs, snap.namespace_labels.get(t.namespace, {}))
     except Exception:  # explanations are best effort
@@ -133,16 +181,19 @@ def _explain(session: Session, t: PodInfo, claims: list[PodClaim], j: int) -> li
     return out.reasons
 
 
-def _allocate_first(session: Session, t: PodInfo, claims: list[PodClaim], order: np.ndarray,
-                    tried: dict[int, list[Reason]]) -> tuple[int | None, AllocationOutcome | None, str | None]:
-    """Ask the allocator node by node in ``order``; the first success wins."""
+def _allocate_first(session: Session, t: PodInfo, claims: list[PodClaim], px: PodExtended | None,
+                    order: np.ndarray, tried: dict[int, list[Reason]]) -> tuple[
+        int | None, AllocationOutcome | None, SpecialClaim | None, str | None]:
+    """Ask the allocator node by node in ``order``; the first success wins (with its special claim)."""
     snap = session.snap
     keys = [c.key for c in claims if c.key]
-    objs = [session.claim_for_allocator(k) for k in keys]
     state_key = "|".join(k if session.claim_allocation(k) is not None else "" for k in keys)
     ns_labels = snap.namespace_labels.get(t.namespace, {})
     for pos in order:
         j = int(pos)
+        objs, special = _claim_objs(session, t, claims, px, j)
+        if not objs:  # the device plugin serves everything on this node
+            return j, AllocationOutcome(True), None, None
         cache_key = (t.eq_key + "#" + state_key, j)
         version = session.dra_version(j)
         hit = session.dra_failures.get(cache_key)
@@ -152,19 +203,19 @@ def _allocate_first(session: Session, t: PodInfo, claims: list[PodClaim], order:
         try:
             outcome = snap.allocator.allocate(snap.nodes[j].obj, objs, ns_labels)
         except Exception as exc:  # a bug or bad input in one pod must not stop the cycle
-            return None, None, f"allocating resource claims failed: {type(exc).__name__}: {exc}"
+            return None, None, None, f"allocating resource claims failed: {type(exc).__name__}: {exc}"
         if outcome.pod_error:
-            return None, None, outcome.pod_error
+            return None, None, None, outcome.pod_error
         if outcome.ok:
-            return j, outcome, None
+            return j, outcome, special, None
         session.dra_failures[cache_key] = (version, outcome.reasons)
         tried[j] = outcome.reasons
-    return None, None, None
+    return None, None, None, None
 
 
 def _diagnose(session: Session, st: StaticResult, mask: np.ndarray | None, container: list[RowNeed],
               classes: ClassNeeds, pins: list[tuple[str, np.ndarray]], tried: dict[int, list[Reason]],
-              explain: Callable[[int], list[Reason]] | None) -> Diagnosis:
+              explain: Callable[[int], list[Reason]] | None, px: PodExtended | None = None) -> Diagnosis:
     """Per-node reasons, computed only for a pod that fits nowhere."""
     d = Diagnosis(session.snap.n_nodes)
     among = np.ones(session.snap.n_nodes, dtype=bool)
@@ -178,8 +229,13 @@ def _diagnose(session: Session, st: StaticResult, mask: np.ndarray | None, conta
         if reason:
             d.counts[reason] += 1
     among &= st.ok
-    failing = fit_reasons(session.idle, container, among, session.class_row_set, d.counts)
+    failing = fit_reasons(session.idle, container, among, d.counts)
     among &= ~failing
+    if px is not None:
+        failing, dra_nodes, dra = session.snap.extended.reasons(session.idle, session.used, px, among, d.counts)
+        if dra_nodes:
+            d.add_dra(dra_nodes, dra)
+        among &= ~failing
     for key, pinned in pins:
         elsewhere = int((among & ~pinned).sum())
         if elsewhere:

@@ -5,6 +5,9 @@ predicate). Claims add a necessary condition per DeviceClass row: a node with fe
 matching free devices than a claim's ExactCount requests cannot satisfy it, so the
 allocator is never asked there. Rows of classes whose devices allow multiple allocations
 are skipped (their in-use count does not bound what is left).
+
+Comparisons allow ``EPSILON``: the GPU row may hold fractions of a GPU (``0.1`` ten times
+must fill one GPU, although binary floats make it 0.9999999999999999).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from drasched.dra.explain import Reason
 from drasched.scheduler.constants import PODS
 
 MSG_TOO_MANY_PODS = "too many pods"
+EPSILON = 1e-9
+"""Tolerance of every fit comparison; far below the smallest unit (a milli-GPU)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,32 +40,22 @@ def insufficient(name: str) -> str:
     return MSG_TOO_MANY_PODS if name == PODS else f"insufficient {name}"
 
 
-def dra_only_message(name: str) -> str:
-    return f"{name} is served by DRA on this node; extended-resource requests for DRA devices are not supported yet"
-
-
 def fit_mask(idle: np.ndarray, needs: Sequence[RowNeed], base: np.ndarray) -> np.ndarray:
     """Nodes in ``base`` where every need fits in ``idle``."""
     mask = base.copy()
     for n in needs:
-        mask &= idle[n.row] >= n.value
+        mask &= idle[n.row] >= n.value - EPSILON
     return mask
 
 
-def fit_reasons(idle: np.ndarray, needs: Sequence[RowNeed], among: np.ndarray, blocked_rows: frozenset[int],
-                into: Counter[str]) -> np.ndarray:
+def fit_reasons(idle: np.ndarray, needs: Sequence[RowNeed], among: np.ndarray, into: Counter[str]) -> np.ndarray:
     """Count, per reason, the nodes of ``among`` where a need does not fit; return the failing nodes."""
     failing = np.zeros_like(among)
     for n in needs:
-        if n.row in blocked_rows:
-            bad = among.copy()
-            text = dra_only_message(n.name)
-        else:
-            bad = among & (idle[n.row] < n.value)
-            text = insufficient(n.name)
+        bad = among & (idle[n.row] < n.value - EPSILON)
         k = int(bad.sum())
         if k:
-            into[text] += k
+            into[insufficient(n.name)] += k
             failing |= bad
     return failing
 
@@ -74,7 +69,7 @@ def class_reasons(idle: np.ndarray, used: np.ndarray, needs: Sequence[tuple[str,
     failing = np.zeros_like(among)
     reasons: list[Reason] = []
     for cls, n in needs:
-        bad = among & (idle[n.row] < n.value)
+        bad = among & (idle[n.row] < n.value - EPSILON)
         if not bad.any():
             continue
         in_use = int(used[n.row][bad].sum())

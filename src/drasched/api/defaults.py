@@ -1,0 +1,69 @@
+"""Defaults the API server fills in, applied by the memory store so both stores agree.
+
+* resource.k8s.io/v1 claim specs (claims and templates): a request's ``allocationMode``
+  defaults to ExactCount and then ``count`` to 1, for ``exactly`` and for every
+  ``firstAvailable`` subrequest; a toleration's ``operator`` to Equal (upstream
+  ``SetDefaults_ExactDeviceRequest``, ``SetDefaults_DeviceSubRequest``, ``SetDefaults_DeviceToleration``).
+* drasched's CRDs: the ``default:`` values of deploy/crds/*.yaml
+  (tests/unit/test_crd_defaults.py keeps the two in step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def _queue(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("priority", 100)
+    for entry in (spec.get("resources") or {}).values():
+        if isinstance(entry, dict):
+            entry.setdefault("overQuotaWeight", 1)
+
+
+def _pod_group(obj: Obj) -> None:
+    obj.setdefault("spec", {}).setdefault("minMember", 1)
+
+
+CRD_DEFAULTS: dict[str, Callable[[Obj], None]] = {"Queue": _queue, "PodGroup": _pod_group}
+
+
+def apply_crd_defaults(kind: str, obj: Obj) -> None:
+    """Fill the schema defaults of a drasched CRD object in place (no-op for other kinds)."""
+    fill = CRD_DEFAULTS.get(kind)
+    if fill is not None and isinstance(obj.get("spec", {}), dict):
+        fill(obj)
+
+
+def _device_request(body: Obj) -> None:
+    body.setdefault("allocationMode", "ExactCount")
+    if body["allocationMode"] == "ExactCount":
+        body.setdefault("count", 1)
+    for tol in body.get("tolerations") or []:
+        if isinstance(tol, dict):
+            tol.setdefault("operator", "Equal")
+
+
+def default_claim_spec(spec: Any) -> None:
+    """Fill a ResourceClaimSpec's defaults in place."""
+    if not isinstance(spec, dict):
+        return
+    for req in (spec.get("devices") or {}).get("requests") or []:
+        if not isinstance(req, dict):
+            continue
+        if isinstance(req.get("exactly"), dict):
+            _device_request(req["exactly"])
+        for sub in req.get("firstAvailable") or []:
+            if isinstance(sub, dict):
+                _device_request(sub)
+
+
+def apply_builtin_defaults(kind: str, obj: Obj) -> None:
+    """Defaults of built-in kinds our logic reads (claims and claim templates)."""
+    if kind == "ResourceClaim":
+        default_claim_spec(obj.get("spec"))
+    elif kind == "ResourceClaimTemplate" and isinstance(obj.get("spec"), dict):
+        default_claim_spec(obj["spec"].get("spec"))

@@ -1,0 +1,143 @@
+"""Nominated preemptors first: placed once their victims are gone, holding their room until then.
+
+A pod with ``status.nominatedNodeName`` had victims evicted for it. Each cycle, before any
+other gang, its gang is tried on the nominated nodes:
+
+* if it fits now (the victims are gone, their claims released), it is placed and bound;
+* otherwise, if it fits once the pods still terminating on those nodes are gone (devices of
+  terminating pods count as *releasing*), it holds that room: the session places it there
+  and then takes the releasing resources back for everyone else, so no other pod gets the
+  room freed so far nor the room still releasing; no BindRequest is written yet;
+* otherwise (a victim's eviction was refused, or the cluster changed) it is left to the
+  other actions, which may nominate it again; a nomination nobody renews is cleared.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from drasched.scheduler.accounting import ALLOCATED
+from drasched.scheduler.actions.task import place_task
+from drasched.scheduler.eviction import nominated_message
+from drasched.scheduler.podinfo import PodInfo
+from drasched.scheduler.release import Release, release, reoccupy
+from drasched.scheduler.session import Session, Statement
+from drasched.scheduler.snapshot import GroupInfo
+
+Terminating = dict[int, list[tuple[PodInfo, str]]]
+"""Node -> (pod being deleted there, its queue)."""
+
+
+def nominated_node(pod: PodInfo) -> str | None:
+    return (pod.obj.get("status") or {}).get("nominatedNodeName") or None
+
+
+def place_nominated(session: Session) -> set[str]:
+    """Place or hold every gang with nominated pods; return the keys of the gangs placed or held."""
+    snap = session.snap
+    gangs = [g for g in snap.groups.values()
+             if g.pending and g.blocked is None and g.queue in snap.queues
+             and any(nominated_node(p) for p in g.pending)]
+    handled: set[str] = set()
+    if not gangs:
+        return handled
+    terminating = _terminating(session)
+    for g in sorted(gangs, key=lambda g: (-g.priority, g.created, g.key)):
+        stmt = session.statement()
+        if _place(session, stmt, g, None) or _place(session, stmt, g, terminating):
+            stmt.commit()
+            handled.add(g.key)
+    return handled
+
+
+def _terminating(session: Session) -> Terminating:
+    snap = session.snap
+    out: Terminating = {}
+    for p in snap.pods.values():
+        if p.deleting and not p.terminal and p.node_name in snap.node_pos and p.key in snap.group_of:
+            queue = snap.groups[snap.group_of[p.key]].queue
+            if queue in snap.queues:
+                out.setdefault(snap.node_pos[p.node_name], []).append((p, queue))
+    return out
+
+
+def _tasks(g: GroupInfo) -> list[PodInfo]:
+    nominated = [p for p in g.pending if nominated_node(p)]
+    return nominated if len(nominated) >= g.min_member - g.placed else g.pending
+
+
+def _place(session: Session, stmt: Statement, g: GroupInfo, terminating: Terminating | None) -> bool:
+    """Place ``g`` on its nominated nodes; with ``terminating``, on the room of those pods too (a hold)."""
+    snap = session.snap
+    mark = stmt.checkpoint()
+    tasks = _tasks(g)
+    released: list[Release] = []
+    if terminating is not None:
+        nodes = sorted({snap.node_pos[n] for t in tasks if (n := nominated_node(t)) in snap.node_pos})
+        released = [release(session, p, j, queue) for j in nodes for p, queue in terminating.get(j, ())]
+        if not released:
+            return False
+    before = dict(session.usage.own[ALLOCATED].get(g.queue, {}))
+    placed = [t for t in tasks if place_task(session, stmt, g, t, _mask(session, t)) is None]
+    if len(placed) < max(g.min_member - g.placed, 1):
+        stmt.rollback(mark)
+        return False
+    if released:
+        hold(session, g, placed, before)
+        for rel in reversed(released):
+            reoccupy(session, rel)
+    return True
+
+
+def _mask(session: Session, t: PodInfo) -> np.ndarray | None:
+    snap = session.snap
+    node = nominated_node(t)
+    if node not in snap.node_pos:
+        return None
+    mask = np.zeros(snap.n_nodes, dtype=bool)
+    mask[snap.node_pos[node]] = True
+    return mask
+
+
+def hold(session: Session, g: GroupInfo, tasks: list[PodInfo], before: dict[str, float]) -> None:
+    """Mark the gang's placements as nominated (no BindRequest yet), journaled.
+
+    ``before`` is the queue's own allocated usage before they were placed: the difference
+    is left out of the queue's reported status until they are bound.
+    """
+    state = session.disruption
+    snap = session.snap
+    held = {t.key: snap.nodes[session.placements[t.key].node].name for t in tasks}
+    after = session.usage.own[ALLOCATED].get(g.queue, {})
+    hold = {d: after.get(d, 0.0) - before.get(d, 0.0) for d in after}
+    state.nominated.update(held)
+    state.status_delta.add(ALLOCATED, g.queue, hold, -1.0)
+    old = {k: session.unschedulable.get(k) for k in held}
+    for k, node in held.items():
+        session.unschedulable[k] = nominated_message(node)
+
+    def undo() -> None:
+        for k, m in old.items():
+            state.nominated.pop(k, None)
+            if m is None:
+                session.unschedulable.pop(k, None)
+            else:
+                session.unschedulable[k] = m
+        state.status_delta.add(ALLOCATED, g.queue, hold)
+
+    session.journal.append(undo)
+
+
+def nominations(session: Session) -> list[tuple[PodInfo, str | None]]:
+    """``status.nominatedNodeName`` changes: new nominations, and stale ones to clear."""
+    state = session.disruption
+    out: list[tuple[PodInfo, str | None]] = []
+    for key, node in state.nominated.items():
+        pod = session.snap.pods[key]
+        if nominated_node(pod) != node:
+            out.append((pod, node))
+    for g in session.snap.groups.values():
+        for p in g.pending:
+            if nominated_node(p) and p.key not in state.nominated and p.key not in session.placements:
+                out.append((p, None))
+    return out

@@ -1,0 +1,327 @@
+"""Victims for one pending gang, found by simulation: evict in the session, try the gang, keep what works.
+
+For each pod the gang needs to reach minMember:
+
+1. try it as is (victims evicted for earlier pods may have made room);
+2. estimate, on every node where it passes its static predicates, the victims (in victim
+   order, among those the rule admits) whose requests free enough there, row by row;
+   nodes are ordered by the estimated cost: fewest pods, then the lowest highest priority,
+   then the youngest oldest victim, then the node;
+3. simulate, best estimate first and at most ``nodesPerTask`` nodes: evict the estimated
+   victims in the session (node vectors, claims, allocator state: devices in use, shared
+   counters, consumed capacity) and place the pod there with the same filter and allocator
+   as ``allocate``; when DRA needs more than vectors show (particular devices, partitions
+   sharing counters), the node's next victims are added one at a time; victims the pod
+   turns out not to need are spared, most valuable first;
+4. the first node that confirms its estimate is kept; otherwise the cheapest confirmed one.
+
+Every simulation spends one unit of the cycle's budget; when it runs out the gang is
+rolled back and waits for the next cycle. A gang is kept only if all its needed pods are
+placed; its pods are then *nominated*: they hold their room in the session and get no
+BindRequest until their victims are gone (``actions/nominated.py``). So is a gang that
+needed no victim of its own but fits only in room evicted this cycle: that room is still
+in use until its pods are gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from drasched.scheduler.accounting import ALLOCATED, demand_with_claims
+from drasched.scheduler.actions.nominated import hold
+from drasched.scheduler.actions.task import place_task, task_needs
+from drasched.scheduler.eviction import Eviction
+from drasched.scheduler.plugins.fit import RowNeed
+from drasched.scheduler.podinfo import PodInfo
+from drasched.scheduler.release import release
+from drasched.scheduler.session import Session, Statement
+from drasched.scheduler.snapshot import GroupInfo
+from drasched.scheduler.victims import VictimGang, VictimIndex, victim_index
+
+EPS = 1e-9
+MAX_REPRIEVE = 8
+"""Victim sets up to this size get the "spare what is not needed" pass."""
+Cost = tuple[int, int, float, int]
+
+
+@dataclass
+class Rule:
+    """What one action may do: which victims it admits, and why it evicts them."""
+
+    action: str
+    key: tuple[object, ...]
+    """Identifies ``candidate``: estimates are shared by gangs with the same key."""
+    candidate: Callable[[VictimGang], bool]
+    """Cheap, fixed for the cycle: may this gang be a victim at all?"""
+    allowed: Callable[[VictimGang], bool]
+    """Checked right before each simulated eviction (queue shares move as victims go)."""
+    reason: Callable[[VictimGang], str]
+    """Why, for the victim's Event; asked right before the eviction, while the rule still holds."""
+    after_evict: Callable[[Statement, VictimGang, int], bool] | None = None
+    """Consolidation: re-place the victim's pods away from the node first; False: keep it."""
+
+
+def needed_tasks(session: Session, g: GroupInfo) -> list[PodInfo] | None:
+    """The pods that would bring ``g`` to minMember, if evicting could help it at all."""
+    if not g.pending or g.blocked is not None:
+        return None
+    need = g.min_member - g.placed
+    if need <= 0 or any(p.key in session.placements for p in g.pending):
+        return None
+    snap = session.snap
+    tasks = [t for t in g.pending
+             if not t.error and not any(c.waiting for c in snap.pod_claims.get(t.key, ()))][:need]
+    if len(tasks) < need or any(_never_preempts(session, g, t) for t in tasks):
+        return None
+    return tasks
+
+
+def _never_preempts(session: Session, g: GroupInfo, t: PodInfo) -> bool:
+    """Upstream's ``preemptionPolicy: Never``: such pods wait rather than evict anyone."""
+    if (t.obj.get("spec") or {}).get("preemptionPolicy") == "Never":
+        return True
+    pclass = str(((g.obj or {}).get("spec") or {}).get("priorityClassName") or "")
+    return (session.snap.priority_classes.get(pclass) or {}).get("preemptionPolicy") == "Never"
+
+
+def gang_demand(session: Session, g: GroupInfo, tasks: list[PodInfo]) -> dict[str, float]:
+    """What placing ``tasks`` adds to the queue, in accounting dimensions (claims counted once)."""
+    snap = session.snap
+    out: dict[str, float] = {}
+    seen: set[str] = set()
+    for t in tasks:
+        keys = [c.key for c in snap.pod_claims.get(t.key, ()) if c.key and c.key not in seen]
+        fresh = session.usage.new_claims(ALLOCATED, g.queue, keys)
+        seen.update(keys)
+        for d, v in demand_with_claims(snap, t, fresh).items():
+            out[d] = out.get(d, 0.0) + v
+    return out
+
+
+class VictimSearch:
+    """One action's search; estimates are memoised per pod template and node while the node is unchanged."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.index: VictimIndex = victim_index(session)
+        self._estimates: dict[tuple[object, ...], dict[int, tuple[int, Cost | None, list[VictimGang]]]] = {}
+        self._reasons: dict[str, str] = {}
+        self._has_candidates: dict[tuple[object, ...], bool] = {}
+        """Victim gang key -> why, as the rule saw it right before the (last simulated) eviction."""
+
+    # ------------------------------------------------------------------ the gang
+
+    def place(self, g: GroupInfo, tasks: list[PodInfo], rule: Rule) -> bool:
+        """Evict what ``tasks`` need and hold their room; False (and no trace) when they cannot all fit."""
+        s = self.session
+        if not self._any_candidate(rule):
+            return False
+        stmt = s.statement()
+        chosen: list[tuple[VictimGang, PodInfo]] = []
+        domain: np.ndarray | None = None
+        before = dict(s.usage.own[ALLOCATED].get(g.queue, {}))
+        for t in tasks:
+            victims = self._task(stmt, g, t, rule, domain)
+            if victims is None:
+                stmt.rollback()
+                return False
+            chosen += [(v, t) for v in victims]
+            if g.required_key is not None and domain is None:
+                domain = self._domain(g.required_key, s.placements[t.key].node)
+        if s.disruption.evicted_gangs:  # room evicted this cycle is still in use until its pods are gone
+            self._record(g, tasks, chosen, rule, before)
+        stmt.commit()
+        return True
+
+    def _any_candidate(self, rule: Rule) -> bool:
+        """Whether the rule admits any victim at all (memoised: candidates never appear mid-cycle)."""
+        hit = self._has_candidates.get(rule.key)
+        if hit is None:
+            hit = any(rule.candidate(v) for v in self.index.gangs)
+            self._has_candidates[rule.key] = hit
+        return hit
+
+    def _domain(self, key: str, node: int) -> np.ndarray:
+        nodes = self.session.snap.nodes
+        value = nodes[node].labels.get(key)
+        return np.array([n.labels.get(key) == value for n in nodes], dtype=bool)
+
+    def _record(self, g: GroupInfo, tasks: list[PodInfo], chosen: list[tuple[VictimGang, PodInfo]], rule: Rule,
+                before: dict[str, float]) -> None:
+        s = self.session
+        snap = s.snap
+        state = s.disruption
+        evictions = [Eviction(p, snap.nodes[j].name, t, rule.action, self._reasons.get(v.key, rule.action))
+                     for v, t in chosen for p, j in v.pods]
+        state.evictions.extend(evictions)
+        old_group = s.group_messages.pop(g.key, None)
+
+        def undo() -> None:
+            del state.evictions[len(state.evictions) - len(evictions):]
+            if old_group is not None:
+                s.group_messages[g.key] = old_group
+
+        s.journal.append(undo)
+        hold(s, g, tasks, before)
+
+    # ------------------------------------------------------------------ one pod
+
+    def _spend(self) -> bool:
+        state = self.session.disruption
+        if state.budget <= 0:
+            return False
+        state.budget -= 1
+        return True
+
+    def try_place(self, stmt: Statement, g: GroupInfo, t: PodInfo, mask: np.ndarray | None) -> bool:
+        """One simulation: place ``t`` (within ``mask``) if the cycle's budget allows."""
+        return self._spend() and place_task(self.session, stmt, g, t, mask) is None
+
+    def _task(self, stmt: Statement, g: GroupInfo, t: PodInfo, rule: Rule,
+              domain: np.ndarray | None) -> list[VictimGang] | None:
+        """Place ``t``, evicting as little as the rule allows; the victims, or None."""
+        if self.try_place(stmt, g, t, domain):
+            return []
+        s = self.session
+        ranked = self._ranked(g, t, rule, domain)
+        best: tuple[Cost, int, list[VictimGang]] | None = None
+        for estimate, j, guess in ranked[:s.config.preemption_nodes_per_task]:
+            if best is not None and estimate >= best[0]:
+                break
+            mark = stmt.checkpoint()
+            found = self._on_node(stmt, g, t, j, guess, rule)
+            if found is None:
+                stmt.rollback(mark)
+                continue
+            cost = _cost(found, j)
+            if cost == estimate and best is None:
+                return found  # the best estimate, confirmed: keep it as it stands
+            stmt.rollback(mark)
+            if best is None or cost < best[0]:
+                best = (cost, j, found)
+        if best is None:
+            return None
+        _, j, victims = best
+        mark = stmt.checkpoint()
+        for v in victims:
+            if not self._evict(stmt, v, j, rule):
+                stmt.rollback(mark)
+                return None
+        if not self.try_place(stmt, g, t, _one(s.snap.n_nodes, j)):
+            stmt.rollback(mark)
+            return None
+        return victims
+
+    def _on_node(self, stmt: Statement, g: GroupInfo, t: PodInfo, j: int, guess: list[VictimGang],
+                 rule: Rule) -> list[VictimGang] | None:
+        """Evict ``guess`` (then more of the node's victims) until ``t`` fits on node ``j``."""
+        mask = _one(self.session.snap.n_nodes, j)
+        base = stmt.checkpoint()
+        chosen = [v for v in guess if self._evict(stmt, v, j, rule)]
+        fits = bool(chosen) and self.try_place(stmt, g, t, mask)
+        if not fits:
+            for v in self.index.on_node(j, rule.candidate):
+                if self.session.disruption.budget <= 0:
+                    return None
+                if v in chosen or not self._evict(stmt, v, j, rule):
+                    continue
+                chosen.append(v)
+                if self.try_place(stmt, g, t, mask):
+                    fits = True
+                    break
+        if not fits:
+            return None
+        return self._spare(stmt, g, t, j, chosen, rule, base) if 1 < len(chosen) <= MAX_REPRIEVE else chosen
+
+    def _spare(self, stmt: Statement, g: GroupInfo, t: PodInfo, j: int, chosen: list[VictimGang],
+               rule: Rule, base: int) -> list[VictimGang]:
+        """Drop victims ``t`` does not need on node ``j``, most valuable (last in victim order) first."""
+        mask = _one(self.session.snap.n_nodes, j)
+        keep = list(chosen)
+        for v in reversed(chosen):
+            trial = [x for x in keep if x is not v]
+            stmt.rollback(base)
+            if all(self._evict(stmt, x, j, rule) for x in trial) and self.try_place(stmt, g, t, mask):
+                keep = trial
+        stmt.rollback(base)
+        if not (all(self._evict(stmt, x, j, rule) for x in keep) and self.try_place(stmt, g, t, mask)):
+            return chosen  # cannot happen with a deterministic allocator; stay safe
+        return keep
+
+    def _evict(self, stmt: Statement, v: VictimGang, j: int, rule: Rule) -> bool:
+        """Evict victim gang ``v`` in the session (all its pods), if the rule and budgets still allow it."""
+        s = self.session
+        if v.key in s.disruption.evicted_gangs or not rule.allowed(v) or not self.index.budgets.permits(v):
+            return False
+        self._reasons[v.key] = rule.reason(v)
+        mark = stmt.checkpoint()
+        for p, node in v.pods:
+            release(s, p, node, v.queue)
+        self.index.budgets.spend(v)
+        gone = s.disruption.evicted_gangs
+        gone.add(v.key)
+        s.journal.append(lambda: gone.discard(v.key))
+        if rule.after_evict is not None and not rule.after_evict(stmt, v, j):
+            stmt.rollback(mark)
+            return False
+        return True
+
+    # ------------------------------------------------------------------ estimates
+
+    def _ranked(self, g: GroupInfo, t: PodInfo, rule: Rule,
+                domain: np.ndarray | None) -> list[tuple[Cost, int, list[VictimGang]]]:
+        s = self.session
+        container, classes = task_needs(s, t)
+        needs = container + [n for _, n in classes]
+        ok = s.static(t).ok if domain is None else s.static(t).ok & domain
+        memo = self._estimates.setdefault((t.eq_key, *rule.key), {})
+        out: list[tuple[Cost, int, list[VictimGang]]] = []
+        for pos in np.flatnonzero(ok):
+            j = int(pos)
+            if j not in self.index.by_node:
+                continue
+            version = int(s.node_version[j])
+            hit = memo.get(j)
+            if hit is None or hit[0] != version:
+                cost, guess = self._estimate(j, needs, rule)
+                hit = (version, cost, guess)
+                memo[j] = hit
+            if hit[1] is not None:
+                out.append((hit[1], j, hit[2]))
+        out.sort(key=lambda e: e[0])
+        return out
+
+    def _estimate(self, j: int, needs: list[RowNeed], rule: Rule) -> tuple[Cost | None, list[VictimGang]]:
+        """The victims on node ``j`` that free enough there for ``needs``, vector-wise (DRA may need more)."""
+        idle = self.session.idle
+        short = {n.row: n.value - float(idle[n.row, j]) for n in needs if n.value > float(idle[n.row, j]) + EPS}
+        victims = self.index.on_node(j, rule.candidate)
+        if not victims:
+            return None, []
+        if not short:  # the vectors fit but the allocator did not: guess the first victim
+            return _cost(victims[:1], j), victims[:1]
+        chosen: list[VictimGang] = []
+        for v in victims:
+            freed = v.frees.get(j, {})
+            if not any(freed.get(row, 0.0) > 0 for row in short):
+                continue  # frees nothing this pod lacks here
+            chosen.append(v)
+            for row in short:
+                short[row] -= freed.get(row, 0.0)
+            if all(x <= EPS for x in short.values()):
+                return _cost(chosen, j), chosen
+        return None, []
+
+
+def _cost(victims: list[VictimGang], j: int) -> Cost:
+    return (sum(len(v.pods) for v in victims), max(v.priority for v in victims),
+            -min(v.started for v in victims), j)
+
+
+def _one(n: int, j: int) -> np.ndarray:
+    mask = np.zeros(n, dtype=bool)
+    mask[j] = True
+    return mask

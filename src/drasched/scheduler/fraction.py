@@ -1,0 +1,57 @@
+"""Fractional GPU requests: the ``drasched.io/gpu-fraction`` pod annotation (issue 6, item 10).
+
+A pod asks for part of one GPU with the annotation and exactly ``nvidia.com/gpu: 1`` in its
+container requests::
+
+    metadata:
+      annotations: {drasched.io/gpu-fraction: "0.5"}
+    spec:
+      containers:
+      - resources: {requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 1}}
+
+Why a request of 1 and an annotation: the request keeps the pod valid for the API server and
+for the kubelet (extended resources are integers), and the annotation says how much of that
+one GPU the pod really takes. Accounting (queue ``allocated``/``requested``, fair share, the
+node's GPU row) counts the fraction ``f``, never the 1: two pods of ``0.5`` hold one GPU.
+
+Only DRA can hand out part of a GPU (a share of a device with consumable capacity), so such
+a pod never lands on a device-plugin node; see :mod:`drasched.scheduler.extended`.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from drasched.api.quantity import Quantity, QuantityError
+from drasched.scheduler.constants import GPU
+
+GPU_FRACTION_ANNOTATION = "drasched.io/gpu-fraction"
+
+Obj = dict[str, Any]
+
+
+class FractionError(ValueError):
+    """The annotation cannot be used; the message is the pod's unschedulable reason."""
+
+
+def gpu_fraction(obj: Obj, requests: dict[str, float]) -> Fraction | None:
+    """The fraction a pod asks for, or ``None`` without the annotation.
+
+    ``requests`` are the pod's effective requests (vector units); the annotation needs
+    ``nvidia.com/gpu`` to be exactly 1. Raises :class:`FractionError` otherwise.
+    """
+    raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(GPU_FRACTION_ANNOTATION)
+    if raw is None:
+        return None
+    try:
+        value = Quantity.parse(str(raw)).value
+    except QuantityError:
+        raise FractionError(f'annotation {GPU_FRACTION_ANNOTATION}: "{raw}" is not a number') from None
+    if not 0 < value < 1:
+        raise FractionError(f'annotation {GPU_FRACTION_ANNOTATION}: "{raw}" must lie between 0 and 1 (exclusive)')
+    if requests.get(GPU, 0.0) != 1.0:
+        got = requests.get(GPU, 0.0)
+        raise FractionError(f"annotation {GPU_FRACTION_ANNOTATION} needs a request of exactly {GPU}: 1 "
+                            f"(the pod asks {got:g})")
+    return value

@@ -1,0 +1,125 @@
+"""Freeing a running pod's resources inside a session, journaled like every other change.
+
+A released pod (a victim being evicted, or a terminating pod whose room a nominated
+preemptor may use) gives back on its node: its container requests in the node vectors;
+its reservation in each of its claims; and every claim whose last consumer it was (claims
+from templates, extended-resource claims, shared claims no one else holds): allocation out
+of the allocator state, DeviceClass rows freed. A claim still reserved for someone else
+(another pod, or its PodGroup: group claims) stays allocated. The queue's allocated usage
+drops by what was freed. :func:`reoccupy` puts a release back as a new change, so a
+preemptor can be placed on room that is only releasing and that room stays taken for
+everyone else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from drasched.scheduler.accounting import ALLOCATED, demand_with_claims
+from drasched.scheduler.extended import request_row
+from drasched.scheduler.podinfo import PodInfo
+from drasched.scheduler.session import Session
+
+Obj = dict[str, Any]
+EXTENDED_STATUS = "extendedResourceClaimStatus"
+
+
+def claim_keys(session: Session, pod: PodInfo) -> list[str]:
+    """The pod's claims: its ``spec.resourceClaims`` and its extended-resource claim (KEP-5004)."""
+    snap = session.snap
+    keys = [c.key for c in snap.pod_claims.get(pod.key, ()) if c.key]
+    name = ((pod.obj.get("status") or {}).get(EXTENDED_STATUS) or {}).get("resourceClaimName")
+    if name and f"{pod.namespace}/{name}" in snap.claims:
+        keys.append(f"{pod.namespace}/{name}")
+    return keys
+
+
+@dataclass(eq=False)
+class Release:
+    """One pod's resources given back; ``apply``/``revert`` are exact inverses."""
+
+    session: Session
+    pod: PodInfo
+    node: int
+    queue: str
+    freed: list[tuple[str, Obj, Obj | None]] = field(default_factory=list)
+    """(claim key, allocation removed, session allocation it replaced) per deallocated claim."""
+    unreserved: list[str] = field(default_factory=list)
+    demand: dict[str, float] = field(default_factory=dict)
+    counted: list[str] = field(default_factory=list)
+    """Freed claims the queue's usage had counted (their devices leave it too)."""
+
+    def apply(self) -> None:
+        s, pod, j = self.session, self.pod, self.node
+        for row, v in self.rows:
+            s.used[row, j] -= v
+            s.idle[row, j] += v
+        s.node_version[j] += 1
+        self.freed, self.unreserved = [], []
+        for key in claim_keys(s, pod):
+            if all(r.get("uid") != pod.uid for r in s.reservations(key)):
+                continue  # reserved for its PodGroup (a group claim) or not at all: not ours to free
+            s.released.setdefault(key, set()).add(pod.uid)
+            self.unreserved.append(key)
+            alloc = s.claim_allocation(key)
+            if alloc is None or s.reservations(key):
+                continue
+            s.state.remove(alloc)
+            s.take_devices(alloc, +1.0, gpu_row=not s.snap.claims[key].extended)
+            self.freed.append((key, alloc, s.claim_alloc.pop(key, None)))
+            s.deallocated.add(key)
+        counted = s.usage.claims[ALLOCATED].get(self.queue, set())
+        self.counted = [k for k, _, _ in self.freed if k in counted]
+        self.demand = demand_with_claims(s.snap, pod, self.counted)
+        s.usage.add(ALLOCATED, self.queue, self.demand, -1.0)
+        s.usage.mark(ALLOCATED, self.queue, self.counted, counted=False)
+        s.disruption.status_delta.add(ALLOCATED, self.queue, self.demand)
+
+    def revert(self) -> None:
+        s, pod, j = self.session, self.pod, self.node
+        s.disruption.status_delta.add(ALLOCATED, self.queue, self.demand, -1.0)
+        s.usage.mark(ALLOCATED, self.queue, self.counted)
+        s.usage.add(ALLOCATED, self.queue, self.demand)
+        for key, alloc, prev in reversed(self.freed):
+            s.deallocated.discard(key)
+            if prev is not None:
+                s.claim_alloc[key] = prev
+            s.take_devices(alloc, -1.0, gpu_row=not s.snap.claims[key].extended)
+            s.state.add(alloc)
+        for key in self.unreserved:
+            s.released[key].discard(pod.uid)
+        for row, v in self.rows:
+            s.used[row, j] += v
+            s.idle[row, j] -= v
+        s.node_version[j] += 1
+
+    @property
+    def rows(self) -> list[tuple[int, float]]:
+        """The rows the pod's requests count in on its node, as the snapshot counted them."""
+        snap = self.session.snap
+        node = snap.nodes[self.node]
+        out: list[tuple[int, float]] = []
+        for r, v in self.pod.requests.items():
+            name = request_row(r, node, snap.accounting)
+            if name is not None:
+                out.append((snap.index.pos[name], v))
+        return out
+
+
+def _journal(session: Session, do: Callable[[], None], undo: Callable[[], None]) -> None:
+    do()
+    session.journal.append(undo)
+
+
+def release(session: Session, pod: PodInfo, node: int, queue: str) -> Release:
+    """Free ``pod``'s resources in the session (undone by a Statement rollback)."""
+    rel = Release(session, pod, node, queue)
+    _journal(session, rel.apply, rel.revert)
+    return rel
+
+
+def reoccupy(session: Session, rel: Release) -> None:
+    """Take a release's resources again, as a new change (a rollback frees them again)."""
+    _journal(session, rel.revert, rel.apply)
