@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -10,6 +11,7 @@ import yaml
 from drasched.api import kinds
 from drasched.api.errors import AlreadyExists
 from drasched.cli import main
+from drasched.store.kube import KubeStore
 from drasched.testing.apiserver import LocalCluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -17,13 +19,16 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()))
-def test_simulate_output_applies_to_a_real_api_server(
-    example: str, tmp_path: Path, local_cluster: LocalCluster
-) -> None:
+def test_simulate_output_applies_to_a_real_api_server(example: str, tmp_path: Path) -> None:
     out = tmp_path / "out.yaml"
     assert main(["simulate", str(EXAMPLES / example), "-o", str(out), "-q"]) in (0, 3)
     objects = [o for o in yaml.safe_load_all(out.read_text()) if o]
-    store = local_cluster.store()
+    # a cluster of its own: the output restores a whole cluster, cluster-scoped objects included
+    with LocalCluster() as cluster:
+        _apply(cluster.store(), objects)
+
+
+def _apply(store: KubeStore, objects: list[dict[str, Any]]) -> None:
     created = 0
     for obj in sorted(objects, key=lambda o: kinds.order_index(kinds.for_object(o))):
         rt = kinds.for_object(obj)

@@ -17,6 +17,13 @@ What differs is speed and explanations, not answers:
   are checked before searching and failed sub-searches are memoised;
 * a time budget per call (default 10 s) ends hopeless searches with a "timed out" reason;
 * on failure, per-request counts say why (see :mod:`drasched.dra.explain`).
+
+Where upstream's ``Allocate`` returns an error, which aborts the pod's scheduling attempt
+(``statusError``) rather than ruling out one node, the outcome carries ``pod_error``: CEL
+errors, a claim needing more than 32 results, ``All`` while a pool the node sees is
+incomplete or invalid, ``All`` devices that a constraint rejects, unknown request shapes.
+A missing DeviceClass is unschedulable (upstream's PreFilter); invalid pools only fail the
+node (``ErrFailedAllocationOnNode``).
 """
 
 from __future__ import annotations
@@ -800,7 +807,7 @@ class Allocator:
         return free
 
     def _quick_check(self, plans: list[_Plan], np: NodePools) -> list[Reason]:
-        """Cheap impossibility checks before any search: counts and the 32-result limit."""
+        """Cheap impossibility checks before any search: enough free devices per request."""
         for p in plans:
             # Requests over the same candidate list compete for the same devices.
             demand: dict[int, tuple[_Req, int]] = {}
@@ -973,10 +980,7 @@ class Allocator:
                 continue
             lo = len(config)
             for cfg in ((a.cls_raw.get("spec") or {}).get("config") or []):
-                entry = {k: copy.deepcopy(v) for k, v in cfg.items()}
-                entry["source"] = "FromClass"
-                entry["requests"] = [a.full_name]
-                config.append(entry)
+                config.append(_config_entry("FromClass", [a.full_name], cfg))
             class_ranges[cls_name] = (lo, len(config))
         chosen_names = set()
         for si, alts in enumerate(plan.slots):
@@ -988,9 +992,7 @@ class Allocator:
             reqs = cfg.get("requests") or []
             if reqs and not any(r in chosen_names for r in reqs):
                 continue
-            entry = {k: copy.deepcopy(v) for k, v in cfg.items()}
-            entry["source"] = "FromClaim"
-            config.append(entry)
+            config.append(_config_entry("FromClaim", reqs, cfg))
         alloc: Obj = {"devices": {"results": out_results}}
         if config:
             alloc["devices"]["config"] = config
@@ -998,6 +1000,16 @@ class Allocator:
         if sel is not None:
             alloc["nodeSelector"] = sel
         return alloc
+
+
+def _config_entry(source: str, requests: list[str], cfg: Obj) -> Obj:
+    """A ``DeviceAllocationConfiguration`` as upstream serialises it: source, requests
+    (omitted when empty: the config applies to every request), then the configuration."""
+    entry: Obj = {"source": source}
+    if requests:
+        entry["requests"] = list(requests)
+    entry.update((k, copy.deepcopy(v)) for k, v in cfg.items() if k not in ("source", "requests"))
+    return entry
 
 
 def _rename(reasons: list[Reason], old: list[str], new: list[str]) -> list[Reason]:

@@ -335,7 +335,8 @@ class PoolIndex:
             devices = [d for d in pool.devices if d.slice_pos in relevant and (
                 not d.per_device_node_selection
                 or node_matches(node, d.view.node_name, d.view.all_nodes, d.view.node_selector))]
-            has_bc = any(d.view.binding_conditions for d in pool.devices if d.slice_pos in relevant)
+            has_bc = pool.has_binding_conditions and any(
+                d.view.binding_conditions for d in pool.devices if d.slice_pos in relevant)
             (binding if has_bc else plain).append((pool, devices))
         result = NodePools([p for p, _ in plain + binding], [d for _, ds in plain + binding for d in ds],
                            incomplete, invalid)

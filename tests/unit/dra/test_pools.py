@@ -94,3 +94,61 @@ def test_allocated_state_ignores_admin_and_tracks_shares() -> None:
     st.remove(alloc)
     assert not st.devices() and not st.has_shares((DRIVER, "p", "c"))
     assert st.pool_version((DRIVER, "p")) > v
+
+
+# ---------------------------------------------------------------- per-node gathering (pools_experimental.go)
+
+
+def _view(slices: list, node_name: str = "n1"):  # type: ignore[no-untyped-def]
+    return PoolIndex(slices).for_node(node(node_name))
+
+
+def test_generation_is_chosen_per_node() -> None:
+    # upstream allocator_testing.go "multi-host-resource-pool-complete-update-from-node-1-to-node-2"
+    np = _view([rslice("a", [device("x")], node_name="n1", pool="p", generation=1),
+                rslice("b", [device("y")], node_name="n2", pool="p", generation=2)])
+    assert [d.name for d in np.devices] == ["x"]
+    assert np.pools[0].generation == 1
+
+
+def test_incomplete_generation_older_than_another_nodes_is_obsolete() -> None:
+    # upstream "multi-host-resource-pool-with-stale-slice-for-current-node": ignored, not incomplete
+    np = _view([rslice("a", [device("x")], node_name="n1", pool="p", generation=1, count=2),
+                rslice("b", [device("y")], node_name="n2", pool="p", generation=2, count=2)])
+    assert not np.devices and not np.incomplete and not np.invalid
+
+
+def test_more_slices_than_count_is_incomplete_not_invalid() -> None:
+    # upstream GatherPools: complete only when the count matches exactly
+    np = _view([rslice("a", [device("x")], node_name="n1", pool="p", count=1),
+                rslice("b", [device("y")], node_name="n1", pool="p", count=1)])
+    assert [p.reason for p in np.incomplete] == ["has 2 of 1 slices of generation 1"]
+
+
+def test_counter_slices_are_relevant_to_every_node() -> None:
+    # upstream GatherPools: "Always include slices with SharedCounters"
+    counters = [{"name": "s", "counters": {"mem": {"value": "4Gi"}}}]
+    complete = [rslice("c", [], node_name="n2", pool="p", count=2, sharedCounters=counters),
+                rslice("d", [device("x")], node_name="n2", pool="p", count=2)]
+    np = _view(complete)
+    assert [p.name for p in np.pools] == ["p"] and not np.devices
+    np = _view([rslice("c", [], node_name="n2", pool="p", count=3, sharedCounters=counters),
+                rslice("d", [device("x")], node_name="n2", pool="p", count=3)])
+    assert [str(p) for p in np.incomplete] == [f"{DRIVER}/p"]
+
+
+def test_duplicate_device_names_only_among_slices_the_node_sees() -> None:
+    # upstream buildPool: validateDeviceNames(deviceSlices targeting the node)
+    slices = [rslice("a", [device("x")], node_name="n1", pool="p", count=2),
+              rslice("b", [device("x")], node_name="n2", pool="p", count=2)]
+    assert [d.slice_name for d in _view(slices, "n1").devices] == ["a"]
+    assert [d.slice_name for d in _view(slices, "n2").devices] == ["b"]
+    both = [rslice("a", [device("x")], node_name="n1", pool="p", count=2),
+            rslice("b", [device("x")], node_name="n1", pool="p", count=2)]
+    assert [p.reason for p in _view(both).invalid] == ["duplicate device name x"]
+
+
+def test_binding_condition_pools_come_last_per_node() -> None:
+    np = _view([rslice("a", [device("x", bindingConditions=["Ready"])], node_name="n1", pool="a"),
+                rslice("b", [device("y")], node_name="n1", pool="b")])
+    assert [d.name for d in np.devices] == ["y", "x"]

@@ -39,8 +39,11 @@ BOOL_ATTR = f"{DRIVER_A}/boolAttribute"
 
 
 def node(name: str = NODE1, region: str = REGION1) -> Obj:
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"region": region, "planet": "earth"}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"region": region, "planet": "earth"}},
+    }
 
 
 def cls(name: str, driver: str, *, multi: bool | None = None, config_attr: str | None = None) -> Obj:
@@ -79,8 +82,7 @@ def all_request(name: str, klass: str, *selectors: Obj, **extra: Any) -> Obj:
     return request(name, klass, 0, *selectors, mode="All", **extra)
 
 
-def sub_request(name: str, klass: str, count: int = 1, *selectors: Obj, mode: str = "ExactCount",
-                **extra: Any) -> Obj:
+def sub_request(name: str, klass: str, count: int = 1, *selectors: Obj, mode: str = "ExactCount", **extra: Any) -> Obj:
     s: Obj = {"name": name, "deviceClassName": klass, "allocationMode": mode}
     if mode == "ExactCount":
         s["count"] = count
@@ -100,9 +102,12 @@ def claim(name: str, *requests: Obj, constraints: list[Obj] | None = None, confi
         devices["constraints"] = constraints
     if config:
         devices["config"] = config
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-            "spec": {"devices": devices}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+        "spec": {"devices": devices},
+    }
 
 
 def claim_with_request(name: str, req: str, klass: str, *constraints: Obj) -> Obj:
@@ -178,8 +183,9 @@ def resource_pool(name: str, count: int, generation: int = 1) -> Obj:
     return {"name": name, "resourceSliceCount": count, "generation": generation}
 
 
-def slice_(name: str, node_selection: Any, pool: Any, driver: str, *devices: Obj,
-           counter_sets: list[Obj] | None = None) -> Obj:
+def slice_(
+    name: str, node_selection: Any, pool: Any, driver: str, *devices: Obj, counter_sets: list[Obj] | None = None
+) -> Obj:
     rp = pool if isinstance(pool, dict) else resource_pool(pool, 1)
     spec: Obj = {"driver": driver, "pool": dict(rp)}
     if isinstance(node_selection, dict):
@@ -214,13 +220,20 @@ def label_selector(key: str, *values: str) -> Obj:
 
 
 def local_selector(node_name: str = NODE1) -> Obj:
-    return {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
-                                                    "values": [node_name]}]}]}
+    return {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}
 
 
-def result(req: str, driver: str, pool: str, dev: str, admin: bool = False, *tolerations: Obj,
-           binding: tuple[list[str], list[str]] | None = None, share: bool = False,
-           consumed: dict[str, str] | None = None) -> Obj:
+def result(
+    req: str,
+    driver: str,
+    pool: str,
+    dev: str,
+    admin: bool = False,
+    *tolerations: Obj,
+    binding: tuple[list[str], list[str]] | None = None,
+    share: bool = False,
+    consumed: dict[str, str] | None = None,
+) -> Obj:
     r: Obj = {"request": req, "driver": driver, "pool": pool, "device": dev}
     if admin:
         r["adminAccess"] = True
@@ -255,5 +268,19 @@ def in_use(*devices: tuple[str, str, str]) -> list[Obj]:
 def capacity_in_use(dev: tuple[str, str, str], **consumed: str) -> list[Obj]:
     """``allocatedCapacityDevices``: a share of a multi-allocation device that consumed capacity."""
     d, p, n = dev
-    return [{"devices": {"results": [{"request": "r", "driver": d, "pool": p, "device": n, "shareID": "taken",
-                                      "consumedCapacity": dict(consumed)}]}}]
+    return [
+        {
+            "devices": {
+                "results": [
+                    {
+                        "request": "r",
+                        "driver": d,
+                        "pool": p,
+                        "device": n,
+                        "shareID": "taken",
+                        "consumedCapacity": dict(consumed),
+                    }
+                ]
+            }
+        }
+    ]
