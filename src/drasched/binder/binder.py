@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 from drasched.api import kinds
 from drasched.api.errors import ApiError, BadRequest, Conflict, Invalid, NotFound
+from drasched.api.meta import format_time
 from drasched.binder.claims import (
     BindFailure,
     clear_pod_claim_status,
@@ -189,7 +190,7 @@ class Binder:
             return self._fail(req, BindFailure(status.get("reason") or "BindFailed", cause), attempts, now)
         attempts += 1
         try:
-            pod = self._attempt(req)
+            pod = self._attempt(req, format_time(now))
         except BindFailure as f:
             if f.permanent or attempts >= self.max_attempts:
                 return self._fail(req, f, attempts, now)
@@ -212,7 +213,7 @@ class Binder:
 
     # ---- one attempt -------------------------------------------------------------------
 
-    def _attempt(self, req: _Request) -> Obj:
+    def _attempt(self, req: _Request, timestamp: str) -> Obj:
         """Steps 1-4 of the module docstring; returns the pod as last read."""
         pod = self._get_pod(req)
         bound = (pod.get("spec") or {}).get("nodeName")
@@ -228,9 +229,9 @@ class Binder:
         for entry in req.claims:
             consumer = entry.get("reservedFor") or pod_consumer(req.pod_name, pod_uid)
             reserve_claim(self.store, req.namespace, entry["name"], consumer, entry.get("allocation"),
-                          uid=entry.get("uid") or None)
+                          uid=entry.get("uid") or None, timestamp=timestamp)
         if req.extended:
-            claim = ensure_extended_claim(self.store, pod, req.extended)
+            claim = ensure_extended_claim(self.store, pod, req.extended, timestamp)
             set_pod_claim_status(self.store, pod, claim["metadata"]["name"],
                                  list(req.extended.get("containerMappings") or []))
         try:

@@ -82,8 +82,12 @@ def reserve_claim(
     *,
     uid: str | None = None,
     claim: Obj | None = None,
+    timestamp: str | None = None,
 ) -> Obj:
     """Make ``claim`` allocated with ``allocation`` and reserved for ``consumer``; return it.
+
+    ``timestamp`` becomes ``allocation.allocationTimestamp`` when the allocation has none, as
+    kube-scheduler writes it under the 1.36 default gates (binding conditions + device status).
 
     ``allocation`` None means the scheduler found the claim already allocated and only
     needs the reservation. Steps, each checked before it is written: delete-protection
@@ -117,6 +121,8 @@ def reserve_claim(
                     raise BindFailure("ClaimReservedForFull",
                                       f"claim {ref} is already reserved for {MAX_RESERVED_FOR} consumers")
                 status["reservedFor"] = [*reserved, consumer]
+                if timestamp:
+                    current.setdefault("allocationTimestamp", timestamp)
                 return store.update_status(claim)
             if not allocation:
                 raise BindFailure("ClaimNotAllocated", f"claim {ref} is no longer allocated")
@@ -128,6 +134,8 @@ def reserve_claim(
                 claim = store.update(claim)
                 continue
             status["allocation"] = copy.deepcopy(allocation)
+            if timestamp:
+                status["allocation"].setdefault("allocationTimestamp", timestamp)
             # An unallocated claim has no valid reservations; start the list afresh.
             status["reservedFor"] = [consumer]
             return store.update_status(claim)
@@ -312,7 +320,7 @@ def new_extended_claim(pod: Obj, requests: list[Obj]) -> Obj:
     }
 
 
-def ensure_extended_claim(store: ClusterStore, pod: Obj, spec: Obj) -> Obj:
+def ensure_extended_claim(store: ClusterStore, pod: Obj, spec: Obj, timestamp: str | None = None) -> Obj:
     """Find (owner + annotation) or create the pod's extended-resource claim and reserve it.
 
     ``spec`` is the BindRequest's ``extendedResourceClaimAllocation``. A claim that cannot
@@ -344,7 +352,7 @@ def ensure_extended_claim(store: ClusterStore, pod: Obj, spec: Obj) -> Obj:
         keep = store.create(new_extended_claim(pod, requests))
     kmd = keep["metadata"]
     return reserve_claim(store, kmd["namespace"], kmd["name"], pod_consumer(md["name"], md["uid"]), allocation,
-                         uid=kmd["uid"], claim=keep)
+                         uid=kmd["uid"], claim=keep, timestamp=timestamp)
 
 
 def set_pod_claim_status(store: ClusterStore, pod: Obj, claim_name: str, mappings: list[Obj]) -> None:

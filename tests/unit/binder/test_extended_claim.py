@@ -41,7 +41,9 @@ def test_creates_claim_reserves_it_patches_pod_status_and_binds() -> None:
                                       "blockOwnerDeletion": True}]
     assert md["finalizers"] == [FINALIZER]
     assert claim["spec"]["devices"]["requests"] == spec["deviceRequests"]
-    assert claim["status"]["allocation"] == spec["allocation"]
+    written = claim["status"]["allocation"]
+    assert written == {**spec["allocation"], "allocationTimestamp": written["allocationTimestamp"]}
+    assert written["allocationTimestamp"].endswith("Z")
     assert claim["status"]["reservedFor"] == [{"resource": "pods", "name": "trainer-0",
                                                "uid": pod["metadata"]["uid"]}]
     got = store.get(kinds.POD, "trainer-0", NS)
