@@ -107,6 +107,9 @@ def pod(name: str, *, template: str | None = None, requests: dict[str, str] | No
         labels: dict[str, str] | None = None, scheduler: str = "drasched") -> Obj:
     container: Obj = {"name": "main", "image": "registry.k8s.io/pause:3.10",
                       "resources": {"requests": {"cpu": "100m", "memory": "100Mi", **(requests or {})}}}
+    extended = {k: v for k, v in (requests or {}).items() if k not in ("cpu", "memory")}
+    if extended:  # the API server requires limit == request for resources that cannot be overcommitted
+        container["resources"]["limits"] = dict(extended)
     spec: Obj = {"schedulerName": scheduler, "containers": [container]}
     if template:
         container["resources"]["claims"] = [{"name": "gpu"}]

@@ -42,6 +42,8 @@ class Placement:
     group: str
     extended: Obj | None = None
     """``extendedResourceClaimAllocation`` for the pod's special claim (KEP-5004), if any."""
+    demand: dict[str, float] = field(default_factory=dict)
+    """What it added to its queue's allocated usage (accounting dimensions)."""
 
 
 @dataclass
@@ -229,7 +231,7 @@ class Statement:
         demand = demand_with_claims(snap, pod, fresh)
         s.usage.add(ALLOCATED, group.queue, demand)
         s.usage.mark(ALLOCATED, group.queue, fresh)
-        placement = Placement(pod, node, entries, group.key, extended)
+        placement = Placement(pod, node, entries, group.key, extended, demand)
         s.placements[pod.key] = placement
 
         def revert() -> None:

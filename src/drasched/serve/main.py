@@ -107,9 +107,11 @@ def run(
     API server never holds up another. A controller sleeps until a watch delivers a
     change, its wake-up time comes, or ``period`` passes; the main thread keeps the lease
     (``max_loops`` then counts its renewals). A controller starts a round at most every
-    ``min_round_interval`` seconds: a burst of watch events is then one round, not one
-    each (a scheduling cycle builds a snapshot of the whole cluster; run per event, it
-    would hold the GIL that the binder and the claim controller need). Over the memory
+    ``min_round_interval`` seconds, and after a round that used T seconds of CPU waits at
+    least ``BUSY_FACTOR`` x T: a burst of watch events is then one round, not one each,
+    and no controller holds the GIL for more than about half the time (a scheduling cycle
+    builds a snapshot of the whole cluster; run back to back, it would starve the binder
+    and the claim controller, whose rounds are mostly waiting on the network). Over the memory
     store the controllers take turns in one loop and drain its watch themselves, as in
     embedded mode.
     """
@@ -155,6 +157,9 @@ def run(
 SWITCH_INTERVAL = 0.0005
 """The GIL switch interval while controllers run in threads (see ``_run_threaded``)."""
 
+BUSY_FACTOR = 1.0
+"""After a round that used T seconds of CPU, a controller rests at least this times T."""
+
 RENEW_SECONDS = 2.0
 """How often the leader renews its lease in threaded mode (client-go's retryPeriod)."""
 
@@ -186,35 +191,39 @@ def _run_threaded(
     done = threading.Event()  # stop, or max_loops reached: the controller threads end
     last_round: dict[str, float] = {}
 
-    def loop(c: Controller) -> None:
+    def loop(lane: Sequence[Controller]) -> None:
         ctx = LiveContext(store, metrics, events=events)
-        started = 0.0
+        name = "+".join(c.name for c in lane)
+        started = cpu = 0.0
         while not done.is_set():
-            last_round[c.name] = time.monotonic()
+            last_round[name] = time.monotonic()
             if not leading.is_set():
                 leading.wait(period)
                 continue
-            pace = min_round_interval - (time.perf_counter() - started)
+            pace = max(min_round_interval, BUSY_FACTOR * cpu) - (time.perf_counter() - started)
             if pace > 0:
                 done.wait(pace)
             seen = informers.version
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.thread_time()
             progressed = False
-            try:
-                progressed = bool(c.reconcile(ctx))
-            except ApiError as exc:  # a failed request is retried next round
-                log.warning("%s: %s", c.name, exc)
-            except Exception:  # a bug in one pass must not end the controller for good
-                log.exception("%s: reconcile failed", c.name)
-                done.wait(period)
-            metrics.cycle_seconds.labels(c.name).observe(time.perf_counter() - started)
+            for c in lane:
+                c_started = time.perf_counter()
+                try:
+                    progressed = bool(c.reconcile(ctx)) or progressed
+                except ApiError as exc:  # a failed request is retried next round
+                    log.warning("%s: %s", c.name, exc)
+                except Exception:  # a bug in one pass must not end the controller for good
+                    log.exception("%s: reconcile failed", c.name)
+                    done.wait(period)
+                metrics.cycle_seconds.labels(c.name).observe(time.perf_counter() - c_started)
+            cpu = time.thread_time() - cpu_started
             if not progressed:
                 wake = ctx.next_wakeup()
                 delay = period if wake is None else max(0.0, min(period, (wake - ctx.now()).total_seconds()))
                 informers.wait(seen, delay)  # a watch event ends the nap at once
 
-    threads = [threading.Thread(target=loop, args=(c,), name=f"controller-{c.name}", daemon=True)
-               for c in controllers]
+    threads = [threading.Thread(target=loop, args=(lane,), name="controller-" + "+".join(c.name for c in lane),
+                                daemon=True) for lane in _lanes(controllers)]
     for t in threads:
         t.start()
     loops = 0
@@ -247,6 +256,22 @@ def _run_threaded(
         events.close()
         sys.setswitchinterval(switch_interval)
     return loops
+
+
+def _lanes(controllers: Sequence[Controller]) -> list[list[Controller]]:
+    """Which controllers share a thread, in order: the claim controller runs just before the
+    scheduler, so a new pod's claims exist by the time the scheduler looks at it (else it
+    would be marked unschedulable, "waiting for a ResourceClaim", a moment before they are);
+    every other controller gets a thread of its own."""
+    lanes: list[list[Controller]] = []
+    claims = [c for c in controllers if c.name == "resourceclaim-controller"]
+    for c in controllers:
+        if c.name == "resourceclaim-controller":
+            continue
+        lanes.append([*claims, c] if c.name == "scheduler" and claims else [c])
+    if claims and not any(claims[0] in lane for lane in lanes):
+        lanes.append(claims)
+    return lanes
 
 
 def _close(controllers: Sequence[Controller]) -> None:

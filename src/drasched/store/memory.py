@@ -54,6 +54,11 @@ class MemoryStore:
         auto_namespaces: bool = False,
     ) -> None:
         self._objects: dict[_Key, Obj] = {}
+        self._kinds: dict[ResourceType, dict[_Key, Obj]] = {}
+        """The same objects by kind (creation order), so reading one kind never scans the others."""
+        self._uids: dict[str, _Key] = {}
+        self._dependents: dict[str, dict[_Key, None]] = {}
+        """Owner uid -> keys of the objects whose ownerReferences name it (garbage collection)."""
         self._rv = 0
         self._history: list[tuple[int, ResourceType, WatchEvent]] = []
         self._history_floor = 0  # events at or below this rv were compacted away
@@ -76,6 +81,37 @@ class MemoryStore:
             drop = len(self._history) - self._history_limit
             self._history_floor = self._history[drop - 1][0]
             del self._history[:drop]
+
+    def _put(self, key: _Key, obj: Obj) -> None:
+        """Store ``obj`` under ``key`` (a new key goes last; a replaced one keeps its place)."""
+        old = self._objects.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self._objects[key] = obj
+        self._kinds.setdefault(key[0], {})[key] = obj
+        md = obj.get("metadata") or {}
+        if md.get("uid"):
+            self._uids[md["uid"]] = key
+        for r in md.get("ownerReferences") or []:
+            if r.get("uid"):
+                self._dependents.setdefault(r["uid"], {})[key] = None
+
+    def _drop(self, key: _Key) -> Obj:
+        obj = self._objects.pop(key)
+        self._kinds[key[0]].pop(key, None)
+        self._unindex(key, obj)
+        return obj
+
+    def _unindex(self, key: _Key, obj: Obj) -> None:
+        md = obj.get("metadata") or {}
+        if md.get("uid") and self._uids.get(md["uid"]) == key:
+            del self._uids[md["uid"]]
+        for r in md.get("ownerReferences") or []:
+            deps = self._dependents.get(r.get("uid") or "")
+            if deps is not None:
+                deps.pop(key, None)
+                if not deps:
+                    del self._dependents[r["uid"]]
 
     def _key(self, rt: ResourceType, name: str, namespace: str | None) -> _Key:
         return (rt, (namespace or "") if rt.namespaced else "", name)
@@ -136,7 +172,7 @@ class MemoryStore:
         _reset_status_on_create(rt, obj)
         if rt is kinds.POD:
             self._admit_priority(obj)
-        self._objects[key] = obj
+        self._put(key, obj)
         self._record(rt, "ADDED", obj)
         return copy.deepcopy(obj)
 
@@ -253,11 +289,11 @@ class MemoryStore:
         key = self._key(rt, name, namespace)
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers") \
                 and not _awaits_graceful_termination(rt, new):
-            del self._objects[key]
+            self._drop(key)
             self._record(rt, "DELETED", new)
             self._collect_garbage(new)
             return copy.deepcopy(new)
-        self._objects[key] = new
+        self._put(key, new)
         self._record(rt, "MODIFIED", new)
         return copy.deepcopy(new)
 
@@ -317,12 +353,12 @@ class MemoryStore:
                 cmd["resourceVersion"] = self._next_rv()
                 self._record(rt, "MODIFIED", current)
             return copy.deepcopy(current)
-        del self._objects[key]
+        self._drop(key)
         cmd["resourceVersion"] = self._next_rv()
         self._record(rt, "DELETED", current)
         if rt is kinds.NAMESPACE:
             for k in [k for k in self._objects if k[1] == name and k[0].namespaced]:
-                gone = self._objects.pop(k)
+                gone = self._drop(k)
                 gone["metadata"]["resourceVersion"] = self._next_rv()
                 self._record(k[0], "DELETED", gone)
         self._collect_garbage(current)
@@ -348,7 +384,7 @@ class MemoryStore:
                       "lastTransitionTime": format_time(self._clock())})
         status["conditions"] = conds
         new["metadata"]["resourceVersion"] = self._next_rv()
-        self._objects[self._key(kinds.POD, pod_name, namespace)] = new
+        self._put(self._key(kinds.POD, pod_name, namespace), new)
         self._record(kinds.POD, "MODIFIED", new)
 
     def evict(self, namespace: str, name: str, *, uid: str | None = None) -> None:
@@ -419,22 +455,21 @@ class MemoryStore:
 
     def iter_kind(self, rt: ResourceType) -> Iterator[Obj]:
         """Stored objects of one kind without copies; callers must not mutate them."""
-        for (t, _, _), o in list(self._objects.items()):
-            if t is rt:
-                yield o
+        yield from list(self._kinds.get(rt, {}).values())
 
     def _collect_garbage(self, owner: Obj) -> None:
         """Background GC: delete dependents whose every owner is gone."""
         owner_uid = owner["metadata"].get("uid")
-        for (t, ns, name), o in list(self._objects.items()):
-            refs = (o.get("metadata") or {}).get("ownerReferences") or []
-            if not refs or not any(r.get("uid") == owner_uid for r in refs):
+        for t, ns, name in list(self._dependents.get(owner_uid or "", {})):
+            o = self._objects.get((t, ns, name))
+            if o is None:
                 continue
-            if all(not self._uid_exists(r.get("uid")) for r in refs) and (t, ns, name) in self._objects:
+            refs = (o.get("metadata") or {}).get("ownerReferences") or []
+            if all(not self._uid_exists(r.get("uid")) for r in refs):
                 self.delete(t, name, ns or None, grace_period_seconds=0 if t is kinds.POD else None)
 
     def _uid_exists(self, uid: str | None) -> bool:
-        return any(o["metadata"].get("uid") == uid for o in self._objects.values())
+        return bool(uid) and uid in self._uids
 
 
 def _graceful_seconds(rt: ResourceType, obj: Obj, requested: int | None) -> int:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from drasched.api import kinds
+from drasched.api.errors import TooManyRequests
 from drasched.scheduler.controller import SchedulerController
 from drasched.sim.clock import VirtualClock
 from drasched.sim.context import SimContext
 from drasched.store.memory import MemoryStore
 from tests.unit.scheduler.helpers import node, pod, queue
+from tests.unit.scheduler.preemption_helpers import running
 
 
 def _ctx(*objs: dict) -> SimContext:
@@ -60,3 +62,58 @@ def test_a_failed_bind_request_is_replaced() -> None:
     again = ctx.store.get(kinds.BIND_REQUEST, "p", "default")
     assert again["metadata"]["uid"] != br["metadata"]["uid"]
     assert (again.get("status") or {}).get("phase") != "Failed"
+
+
+class _RefusingStore(MemoryStore):
+    """Refuses every eviction, as a budget the scheduler could not see would."""
+
+    def __init__(self) -> None:
+        super().__init__(auto_namespaces=True)
+        self.asked: list[str] = []
+
+    def evict(self, namespace: str, name: str, *, uid: str | None = None) -> None:
+        self.asked.append(name)
+        raise TooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.")
+
+
+def _preemption(store: MemoryStore) -> SimContext:
+    for o in (node("a", gpu=1), queue("q"),
+              running("low", "a", gpu=1, queue="q", priority=1), pod("high", gpu=1, queue="q", priority=10)):
+        created = store.create({k: v for k, v in o.items() if k != "status"})
+        if "status" in o:
+            store.update_status({**created, "status": o["status"]})
+    return SimContext(store, VirtualClock())
+
+
+def test_evictions_go_through_the_eviction_api_with_an_event_and_a_nomination() -> None:
+    ctx = _preemption(MemoryStore(auto_namespaces=True))
+    assert SchedulerController().reconcile(ctx)
+    assert ctx.store.get(kinds.POD, "low", "default")["metadata"]["deletionTimestamp"]
+    high = ctx.store.get(kinds.POD, "high", "default")
+    assert high["status"]["nominatedNodeName"] == "a"
+    ev = next(e for e in ctx.store.list(kinds.EVENT).items if e["reason"] == "Preempted")
+    assert ev["involvedObject"]["name"] == "low"
+    assert ev["message"] == ("evicted by drasched on node a to make room for pod default/high: preemption: "
+                             "priority 10 is above the victim's 1 in queue q")
+    assert [(d.action, d.object) for d in ctx.decisions if d.action in ("evict", "nominate")] == [
+        ("evict", "Pod/default/low"), ("nominate", "Pod/default/high")]
+
+
+def test_a_refused_eviction_is_reported_and_the_victim_spared_for_a_while() -> None:
+    store = _RefusingStore()
+    ctx = _preemption(store)
+    sc = SchedulerController()
+    sc.reconcile(ctx)
+    assert store.asked == ["low"]
+    refused = [e for e in store.list(kinds.EVENT).items if e["reason"] == "EvictionRefused"]
+    assert refused[0]["involvedObject"]["name"] == "high"
+    assert refused[0]["message"].startswith("cannot evict pod default/low for it: Cannot evict pod")
+    # The nomination of this cycle stands until the next one finds it cannot hold.
+    store.patch(kinds.POD, "high", "default", {"metadata": {"labels": {"touched": "yes"}}})
+    sc.reconcile(ctx)
+    assert store.asked == ["low"]  # not asked again within the back-off
+    assert "nominatedNodeName" not in store.get(kinds.POD, "high", "default")["status"]
+    ctx.clock.advance(61)
+    store.patch(kinds.POD, "high", "default", {"metadata": {"labels": {"touched": "again"}}})
+    sc.reconcile(ctx)
+    assert store.asked == ["low", "low"]

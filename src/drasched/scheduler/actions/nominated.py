@@ -20,7 +20,7 @@ from drasched.scheduler.accounting import ALLOCATED
 from drasched.scheduler.actions.task import place_task
 from drasched.scheduler.eviction import nominated_message
 from drasched.scheduler.podinfo import PodInfo
-from drasched.scheduler.release import Release, release, reoccupy
+from drasched.scheduler.release import release, reoccupy
 from drasched.scheduler.session import Session, Statement
 from drasched.scheduler.snapshot import GroupInfo
 
@@ -35,18 +35,33 @@ def nominated_node(pod: PodInfo) -> str | None:
 def place_nominated(session: Session) -> set[str]:
     """Place or hold every gang with nominated pods; return the keys of the gangs placed or held."""
     snap = session.snap
-    gangs = [g for g in snap.groups.values()
-             if g.pending and g.blocked is None and g.queue in snap.queues
-             and any(nominated_node(p) for p in g.pending)]
+    gangs = sorted((g for g in snap.groups.values()
+                    if g.pending and g.blocked is None and g.queue in snap.queues
+                    and any(nominated_node(p) for p in g.pending)), key=lambda g: (-g.priority, g.created, g.key))
     handled: set[str] = set()
-    if not gangs:
-        return handled
-    terminating = _terminating(session)
-    for g in sorted(gangs, key=lambda g: (-g.priority, g.created, g.key)):
+    waiting: dict[tuple[int, ...], list[GroupInfo]] = {}
+    for g in gangs:
         stmt = session.statement()
-        if _place(session, stmt, g, None) or _place(session, stmt, g, terminating):
+        if _place(session, stmt, g, hold_room=False):
             stmt.commit()
             handled.add(g.key)
+        else:
+            waiting.setdefault(_nodes(session, g), []).append(g)
+    if not waiting:
+        return handled
+    terminating = _terminating(session)
+    for nodes, group in waiting.items():
+        # The pods terminating on these nodes are released once for every gang nominated there.
+        released = [release(session, p, j, queue) for j in nodes for p, queue in terminating.get(j, ())]
+        if not released:
+            continue
+        for g in group:
+            stmt = session.statement()
+            if _place(session, stmt, g, hold_room=True):
+                stmt.commit()
+                handled.add(g.key)
+        for rel in reversed(released):
+            reoccupy(session, rel)
     return handled
 
 
@@ -66,26 +81,22 @@ def _tasks(g: GroupInfo) -> list[PodInfo]:
     return nominated if len(nominated) >= g.min_member - g.placed else g.pending
 
 
-def _place(session: Session, stmt: Statement, g: GroupInfo, terminating: Terminating | None) -> bool:
-    """Place ``g`` on its nominated nodes; with ``terminating``, on the room of those pods too (a hold)."""
-    snap = session.snap
+def _nodes(session: Session, g: GroupInfo) -> tuple[int, ...]:
+    pos = session.snap.node_pos
+    return tuple(sorted({pos[n] for t in _tasks(g) if (n := nominated_node(t)) in pos}))
+
+
+def _place(session: Session, stmt: Statement, g: GroupInfo, hold_room: bool) -> bool:
+    """Place ``g`` on its nominated nodes; ``hold_room``: as a hold (no BindRequest), on releasing room."""
     mark = stmt.checkpoint()
     tasks = _tasks(g)
-    released: list[Release] = []
-    if terminating is not None:
-        nodes = sorted({snap.node_pos[n] for t in tasks if (n := nominated_node(t)) in snap.node_pos})
-        released = [release(session, p, j, queue) for j in nodes for p, queue in terminating.get(j, ())]
-        if not released:
-            return False
     before = dict(session.usage.own[ALLOCATED].get(g.queue, {}))
     placed = [t for t in tasks if place_task(session, stmt, g, t, _mask(session, t)) is None]
     if len(placed) < max(g.min_member - g.placed, 1):
         stmt.rollback(mark)
         return False
-    if released:
+    if hold_room:
         hold(session, g, placed, before)
-        for rel in reversed(released):
-            reoccupy(session, rel)
     return True
 
 
