@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from pathlib import Path
 
 from drasched import __version__
@@ -38,34 +37,16 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     if args.decisions:
         Path(args.decisions).write_text(json.dumps(result.decisions, indent=1) + "\n", encoding="utf-8")
+    if args.report:
+        from drasched.sim.report import markdown_report
+
+        Path(args.report).write_text(markdown_report(result), encoding="utf-8")
     if not args.quiet:
-        _report(result)
+        from drasched.sim.report import summary_lines
+
+        for line in summary_lines(result):
+            print(line, file=sys.stderr)
     return 0 if result.quiescent else 3
-
-
-def _report(result: object) -> None:
-    """A short human summary on stderr: where pods went and what is still pending."""
-    from drasched.sim.runner import SimResult
-
-    assert isinstance(result, SimResult)
-    pods = [o for o in result.objects if o.get("kind") == "Pod"]
-    phases: Counter[str] = Counter()
-    for p in pods:
-        if (p.get("spec") or {}).get("nodeName"):
-            phases[(p.get("status") or {}).get("phase") or "Bound"] += 1
-        else:
-            phases["Pending"] += 1
-    summary = ", ".join(f"{n} {k}" for k, n in sorted(phases.items())) or "no pods"
-    state = "quiescent" if result.quiescent else "stopped at the round limit"
-    print(f"drasched simulate: {len(pods)} pods ({summary}); {result.rounds} rounds, {state}; "
-          f"{len(result.decisions)} decisions", file=sys.stderr)
-    for p in pods:
-        if (p.get("spec") or {}).get("nodeName"):
-            continue
-        for c in (p.get("status") or {}).get("conditions") or []:
-            if c.get("type") == "PodScheduled" and c.get("status") == "False":
-                md = p["metadata"]
-                print(f"  pending {md.get('namespace')}/{md.get('name')}: {c.get('message')}", file=sys.stderr)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -142,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("paths", nargs="+", metavar="FILE|DIR|-", help="manifests (YAML/JSON, directories, - for stdin)")
     sim.add_argument("-o", "--output", help="write the final objects here (default: stdout)")
     sim.add_argument("--decisions", help="write the decision record here (JSON)")
+    sim.add_argument("--report", help="write a Markdown report here (pods, pending reasons, nodes, claims, queues)")
     sim.add_argument("--include-events", action="store_true", help="include Event objects in the output")
     sim.add_argument("--max-rounds", type=int, default=100_000, help="stop after this many control-loop rounds")
     sim.add_argument("--seed", type=int, default=0, help="seed for generated names and uids")

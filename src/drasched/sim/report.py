@@ -1,0 +1,148 @@
+"""Human-readable accounts of an embedded run: the stderr summary and the Markdown report.
+
+The report answers the what-if questions ``drasched simulate`` is for: where did every
+pod go and with which devices, what is still pending and why, how full is each node, and
+what does each queue hold against its fair share.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from drasched.sim.runner import SimResult
+
+Obj = dict[str, Any]
+
+
+def _md(o: Obj) -> Obj:
+    return o.get("metadata") or {}
+
+
+def _key(o: Obj) -> str:
+    md = _md(o)
+    return f"{md['namespace']}/{md.get('name')}" if md.get("namespace") else str(md.get("name"))
+
+
+def _of_kind(result: SimResult, kind: str) -> list[Obj]:
+    return [o for o in result.objects if o.get("kind") == kind]
+
+
+def pending_reason(pod: Obj) -> str:
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return str(c.get("message") or c.get("reason") or "")
+    return "not scheduled yet"
+
+
+def summary_lines(result: SimResult) -> list[str]:
+    """One line of totals, then one line per pending pod with its reason."""
+    pods = _of_kind(result, "Pod")
+    phases: Counter[str] = Counter()
+    for p in pods:
+        if (p.get("spec") or {}).get("nodeName"):
+            phases[(p.get("status") or {}).get("phase") or "Bound"] += 1
+        else:
+            phases["Pending"] += 1
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(phases.items())) or "no pods"
+    state = "quiescent" if result.quiescent else "stopped at the round limit"
+    lines = [f"drasched simulate: {len(pods)} pods ({summary}); {result.rounds} rounds, {state}; "
+             f"{len(result.decisions)} decisions"]
+    lines += [f"  pending {_key(p)}: {pending_reason(p)}" for p in pods if not (p.get("spec") or {}).get("nodeName")]
+    return lines
+
+
+def _claim_devices(claim: Obj) -> list[str]:
+    results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+    return [f"{r.get('driver')}/{r.get('pool')}/{r.get('device')}" for r in results]
+
+
+def _pod_claim_names(pod: Obj) -> list[str]:
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    generated = {s.get("name"): s.get("resourceClaimName") for s in status.get("resourceClaimStatuses") or []}
+    names = [e.get("resourceClaimName") or generated.get(e.get("name")) for e in spec.get("resourceClaims") or []]
+    extended = (status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+    return [n for n in [*names, extended] if n]
+
+
+def _extended_requests(pod: Obj) -> dict[str, str]:
+    """Requests of a pod's containers for resources other than cpu, memory and storage."""
+    out: dict[str, str] = {}
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        for r, q in (((c.get("resources") or {}).get("requests")) or {}).items():
+            if r not in ("cpu", "memory", "ephemeral-storage") and not r.startswith("hugepages-"):
+                out[r] = str(q) if r not in out else f"{out[r]}+{q}"
+    return out
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ") if text not in (None, "") else "-"
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def markdown_report(result: SimResult) -> str:
+    """The run as Markdown: pods, pending reasons, nodes, claims, queues, decisions."""
+    claims = {_key(c): c for c in _of_kind(result, "ResourceClaim")}
+    pods = sorted(_of_kind(result, "Pod"), key=_key)
+    lines = ["# drasched simulate report", "", *summary_lines(result)[:1], ""]
+
+    lines += ["## Pods", ""]
+    pod_rows = []
+    per_node: dict[str, list[str]] = defaultdict(list)
+    for p in pods:
+        ns = _md(p).get("namespace", "")
+        devices = [d for n in _pod_claim_names(p) for d in _claim_devices(claims.get(f"{ns}/{n}", {}))]
+        node = (p.get("spec") or {}).get("nodeName")
+        if node and not devices:
+            devices = [f"{r}={q} (device plugin)" for r, q in sorted(_extended_requests(p).items())]
+        if node:
+            per_node[node].append(_key(p))
+        pod_rows.append([_key(p), node, (p.get("status") or {}).get("phase"),
+                         (_md(p).get("labels") or {}).get("drasched.io/queue", ""),
+                         ", ".join(devices)])
+    lines += [*_table(["pod", "node", "phase", "queue label", "devices"], pod_rows), ""]
+
+    pending = [p for p in pods if not (p.get("spec") or {}).get("nodeName")]
+    if pending:
+        lines += ["## Pending pods", ""]
+        lines += [*_table(["pod", "why"], [[_key(p), pending_reason(p)] for p in pending]), ""]
+
+    lines += ["## Nodes", ""]
+    node_rows = []
+    for n in sorted(_of_kind(result, "Node"), key=_key):
+        alloc = (n.get("status") or {}).get("allocatable") or {}
+        node_rows.append([_key(n), len(per_node.get(_key(n), [])), ", ".join(f"{k}={v}" for k, v in alloc.items()),
+                          "yes" if (n.get("spec") or {}).get("unschedulable") else ""])
+    lines += [*_table(["node", "pods", "allocatable", "cordoned"], node_rows), ""]
+
+    if claims:
+        lines += ["## ResourceClaims", ""]
+        claim_rows = []
+        for key in sorted(claims):
+            c = claims[key]
+            reserved = [r.get("name") for r in (c.get("status") or {}).get("reservedFor") or []]
+            claim_rows.append([key, ", ".join(_claim_devices(c)) or "not allocated", ", ".join(reserved)])
+        lines += [*_table(["claim", "devices", "reserved for"], claim_rows), ""]
+
+    queues = sorted(_of_kind(result, "Queue"), key=_key)
+    if queues:
+        lines += ["## Queues", ""]
+        rows = []
+        for q in queues:
+            st = q.get("status") or {}
+            for res in sorted(set(st.get("allocated") or {}) | set(st.get("requested") or {})
+                              | set(st.get("fairShare") or {})):
+                rows.append([_key(q), (q.get("spec") or {}).get("parentQueue", ""), res,
+                             (st.get("allocated") or {}).get(res, "0"), (st.get("requested") or {}).get(res, "0"),
+                             (st.get("fairShare") or {}).get(res, "0")])
+        lines += [*_table(["queue", "parent", "resource", "allocated", "requested", "fair share"], rows), ""]
+
+    counts = Counter((d["controller"], d["action"]) for d in result.decisions)
+    lines += ["## Decisions", ""]
+    lines += _table(["controller", "action", "count"], [[c, a, n] for (c, a), n in sorted(counts.items())])
+    return "\n".join(lines) + "\n"
