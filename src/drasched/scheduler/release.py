@@ -36,6 +36,25 @@ def claim_keys(session: Session, pod: PodInfo) -> list[str]:
     return keys
 
 
+def holdings(session: Session, pods: list[PodInfo]) -> dict[str, float]:
+    """What ``pods`` hold in accounting dimensions: their requests and the claims no one else holds."""
+    snap = session.snap
+    uids = {p.uid for p in pods}
+    out: dict[str, float] = {}
+    seen: set[str] = set()
+    for p in pods:
+        for d, v in snap.pod_demand(p).items():
+            out[d] = out.get(d, 0.0) + v
+        for key in claim_keys(session, p):
+            info = snap.claims[key]
+            if key in seen or not info.allocation or any(r.get("uid") not in uids for r in info.reserved_for):
+                continue
+            seen.add(key)
+            for d, v in info.demand.items():
+                out[d] = out.get(d, 0.0) + v
+    return out
+
+
 @dataclass(eq=False)
 class Release:
     """One pod's resources given back; ``apply``/``revert`` are exact inverses."""

@@ -11,7 +11,7 @@ victim:
 * a gang with a pod whose binding is still in flight (a pending BindRequest);
 * a pod that two PodDisruptionBudgets cover (the eviction API refuses it), or whose budget
   has no disruption left: budgets are spent as victims are chosen, so two victims under
-  one budget are counted together (:class:`Budgets`).
+  one budget are counted together (``budgets.py``).
 
 ``preemptionPolicy: Never`` keeps upstream's meaning: it marks pods that never *cause*
 evictions (they wait), not pods that cannot be evicted (see ``actions/search.py``).
@@ -30,9 +30,11 @@ from typing import Any
 
 from drasched.api import disruption
 from drasched.api.meta import parse_time
+from drasched.scheduler.budgets import Budgets
+from drasched.scheduler.constants import GPU
 from drasched.scheduler.extended import request_row
 from drasched.scheduler.podinfo import PodInfo
-from drasched.scheduler.release import claim_keys
+from drasched.scheduler.release import claim_keys, holdings
 from drasched.scheduler.session import Session
 from drasched.scheduler.snapshot import GroupInfo
 
@@ -88,46 +90,6 @@ class VictimGang:
     def rank(self) -> tuple[int, int, float, str]:
         """Fewest pods, lowest priority, youngest first; the key keeps the order stable."""
         return (len(self.pods), self.priority, -self.started, self.key)
-
-
-class Budgets:
-    """PodDisruptionBudgets as the eviction API will judge them, spent as victims are chosen."""
-
-    def __init__(self, session: Session) -> None:
-        snap = session.snap
-        self.session = session
-        self.pdbs = [snap.disruption_budgets[k] for k in sorted(snap.disruption_budgets)]
-        by_ns: dict[str, list[Obj]] = {}
-        for p in snap.pods.values():
-            by_ns.setdefault(p.namespace, []).append(p.obj)
-        self.budgets = [disruption.budget(b, by_ns.get((b.get("metadata") or {}).get("namespace") or "default", []))
-                        for b in self.pdbs]
-
-    def covering(self, pod: PodInfo) -> list[int]:
-        return [i for i, b in enumerate(self.pdbs) if disruption.selects(b, pod.obj)]
-
-    def permits(self, v: VictimGang) -> bool:
-        for i, (healthy, unhealthy) in v.budgets.items():
-            b = self.budgets[i]
-            if healthy and b.allowed < healthy:
-                return False
-            if unhealthy and not healthy and not b.permits(False):
-                return False
-        return True
-
-    def spend(self, v: VictimGang) -> None:
-        """Count ``v``'s healthy pods as disrupted (journaled: a rollback gives them back)."""
-        spent = [(i, h) for i, (h, _) in v.budgets.items() if h]
-        if not spent:
-            return
-        for i, h in spent:
-            self.budgets[i].healthy -= h
-
-        def undo() -> None:
-            for i, h in spent:
-                self.budgets[i].healthy += h
-
-        self.session.journal.append(undo)
 
 
 class VictimIndex:
@@ -206,12 +168,9 @@ class VictimIndex:
         s = self.session
         snap = s.snap
         uids = {p.uid for p, _ in pods}
-        demand: dict[str, float] = {}
         frees: dict[int, dict[int, float]] = {}
         seen: set[str] = set()
         for p, j in pods:
-            for d, v in snap.pod_demand(p).items():
-                demand[d] = demand.get(d, 0.0) + v
             rows = frees.setdefault(j, {})
             for r, v in p.requests.items():
                 name = request_row(r, snap.nodes[j], snap.accounting)
@@ -222,8 +181,12 @@ class VictimIndex:
                 if key in seen or not info.allocation or any(r.get("uid") not in uids for r in info.reserved_for):
                     continue
                 seen.add(key)
-                for d, v in info.demand.items():
-                    demand[d] = demand.get(d, 0.0) + v
+                if not info.extended:  # as Session.take_devices: its GPUs count in the GPU row too
+                    gpu_row = snap.index.pos[GPU]
+                    for dev, units in snap.gpus.allocation_units(info.allocation):
+                        for n in snap.gpus.device_nodes.get(dev, ()):
+                            at = frees.setdefault(n, {})
+                            at[gpu_row] = at.get(gpu_row, 0.0) + float(units)
                 for r in (info.allocation.get("devices") or {}).get("results") or []:
                     dev = (r.get("driver", ""), r.get("pool", ""), r.get("device", ""))
                     if r.get("adminAccess") or r.get("shareID"):
@@ -233,7 +196,7 @@ class VictimIndex:
                         for cls in snap.device_classes.get(dev, ()):
                             row = snap.class_rows[cls]
                             at[row] = at.get(row, 0.0) + 1.0
-        return demand, frees
+        return holdings(s, [p for p, _ in pods]), frees
 
     def on_node(self, j: int, allowed: Callable[[VictimGang], bool]) -> list[VictimGang]:
         """Victims with a pod on node ``j`` that are not evicted yet and that ``allowed`` accepts."""

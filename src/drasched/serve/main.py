@@ -102,18 +102,19 @@ def run(
 
     Against a real API server (``shared_informers``, on by default for a
     :class:`~drasched.store.kube.KubeStore`) every kind the controllers read is watched
-    once, in the background, and shared by all of them, and each controller runs in its
-    own thread, as separate controllers of a cluster would: one controller waiting on the
-    API server never holds up another. A controller sleeps until a watch delivers a
+    once, in the background, and shared by all of them, and the controllers run in
+    threads, as separate controllers of a cluster would: one waiting on the API server
+    never holds up another (the claim controller shares the scheduler's thread and runs
+    just before it, see :func:`_lanes`). A controller sleeps until a watch delivers a
     change, its wake-up time comes, or ``period`` passes; the main thread keeps the lease
     (``max_loops`` then counts its renewals). A controller starts a round at most every
     ``min_round_interval`` seconds, and after a round that used T seconds of CPU waits at
     least ``BUSY_FACTOR`` x T: a burst of watch events is then one round, not one each,
     and no controller holds the GIL for more than about half the time (a scheduling cycle
     builds a snapshot of the whole cluster; run back to back, it would starve the binder
-    and the claim controller, whose rounds are mostly waiting on the network). Over the memory
-    store the controllers take turns in one loop and drain its watch themselves, as in
-    embedded mode.
+    and the claim controller, whose rounds are mostly waiting on the network). Over the
+    memory store the controllers take turns in one loop and drain its watch themselves,
+    as in embedded mode.
     """
     metrics = metrics or Metrics()
     stop = stop or threading.Event()

@@ -61,3 +61,19 @@ def test_a_dra_victim_frees_its_device_for_the_preemptor_claim() -> None:
     r = World(objs).cycle()
     assert sorted(e.victim.name for e in r.evictions) == ["l1", "l2"]  # both devices are needed
     assert [(p.name, n) for p, n in r.nominations] == [("h", "a")] and r.bind_requests == []
+
+
+def test_queue_status_counts_the_victims_until_gone_and_the_preemptor_once_bound() -> None:
+    r = World(_node_of_low_pods(pod("h", gpu=1, queue="q", priorityClassName="high"))).cycle()
+    status = {q["metadata"]["name"]: s for q, s in r.queue_statuses}
+    assert status["q"]["allocated"]["nvidia.com/gpu"] == "2" and status["q"]["requested"]["nvidia.com/gpu"] == "3"
+
+
+def test_victims_the_pod_turns_out_not_to_need_are_spared() -> None:
+    # In victim order young (1 GPU) comes before old (2 GPUs); h needs 2: old alone is enough.
+    objs = [node("a", gpu=3), queue("q"), *_classes(),
+            running("old", "a", gpu=2, queue="q", started=minutes_ago(30), priorityClassName="low"),
+            running("young", "a", gpu=1, queue="q", started=minutes_ago(1), priorityClassName="low"),
+            pod("h", gpu=2, queue="q", priorityClassName="high")]
+    r = World(objs).cycle()
+    assert [e.victim.name for e in r.evictions] == ["old"]

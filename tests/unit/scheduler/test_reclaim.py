@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from drasched.api import kinds
+from drasched.scheduler.actions.fairness import Fairness
 from drasched.scheduler.config import SchedulerConfig
 from drasched.scheduler.cycle import CycleResult
-from tests.unit.scheduler.helpers import World, node, pod, podgroup, queue
-from tests.unit.scheduler.preemption_helpers import minutes_ago, running
+from tests.unit.scheduler.helpers import World, device_class, node, pod, podgroup, queue, resource_slice
+from tests.unit.scheduler.preemption_helpers import held_claim, minutes_ago, ref, running, uses
 
 GPU = "nvidia.com/gpu"
 
@@ -101,3 +103,14 @@ def test_the_budget_bounds_the_search_and_the_rest_waits_a_cycle() -> None:
     w = World(_full_cluster(pod("b1", gpu=1, queue="qb"), pod("b2", gpu=1, queue="qb")), cfg)
     r = w.cycle()
     assert len(r.evictions) == 1  # one failed try as is, one simulation on the best node
+
+
+def test_what_terminating_pods_hold_does_not_count_for_their_queue_dra_claims_included() -> None:
+    dim = "deviceclass.resource.kubernetes.io/gpu.example.com"
+    w = World([node("a"), device_class(), resource_slice("a", 2), queue("qa"),
+               held_claim("c1", "a", "dev-0", consumers=(ref("a1"),)),
+               held_claim("c2", "a", "dev-1", consumers=(ref("a2"),)),
+               running("a1", "a", queue="qa", claims=uses("c1")), running("a2", "a", queue="qa", claims=uses("c2"))])
+    w.store.delete(kinds.POD, "a2", "default")  # evicted in an earlier cycle, still stopping
+    fair = Fairness(w.session(), {})
+    assert fair.effective("qa", dim) == 1.0

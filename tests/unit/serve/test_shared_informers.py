@@ -216,3 +216,11 @@ def test_serve_loop_reacts_to_a_change_within_a_fraction_of_its_period(store: Bl
     assert not t.is_alive()
     for name in ("one", "two"):
         assert reacted_at[name] - created_at[name] < 0.5, reacted_at[name] - created_at[name]
+
+
+def test_claim_controller_shares_the_schedulers_thread_and_runs_first() -> None:
+    from drasched.serve.main import _lanes, build_controllers
+
+    lanes = _lanes(build_controllers(enable_claim_controller=True))
+    assert [[c.name for c in lane] for lane in lanes] == [["resourceclaim-controller", "scheduler"], ["binder"]]
+    assert [[c.name for c in lane] for lane in _lanes(build_controllers())] == [["scheduler"], ["binder"]]

@@ -19,6 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 from drasched.scheduler.accounting import ALLOCATED
+from drasched.scheduler.actions.nominated import placed_demand
 from drasched.scheduler.actions.search import Rule, VictimSearch, needed_tasks
 from drasched.scheduler.eviction import CONSOLIDATE
 from drasched.scheduler.session import Session, Statement
@@ -44,7 +45,6 @@ def _rule(session: Session, search: VictimSearch, g: GroupInfo) -> Rule:
 
     def move(stmt: Statement, v: VictimGang, j: int) -> bool:
         """Re-place the victim's pods away from node ``j``, holding their room (journaled)."""
-        before = dict(session.usage.own[ALLOCATED].get(v.queue, {}))
         away = np.ones(session.snap.n_nodes, dtype=bool)
         away[j] = False
         for p, _ in v.pods:
@@ -52,8 +52,7 @@ def _rule(session: Session, search: VictimSearch, g: GroupInfo) -> Rule:
                 return False
         moved = [p.key for p, _ in v.pods]
         state = session.disruption
-        after = session.usage.own[ALLOCATED].get(v.queue, {})
-        held = {d: after.get(d, 0.0) - before.get(d, 0.0) for d in after}
+        held = placed_demand(session, [p for p, _ in v.pods])
         state.ghosts.update(moved)
         state.status_delta.add(ALLOCATED, v.queue, held, -1.0)
 

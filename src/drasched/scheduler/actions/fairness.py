@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 
-from drasched.scheduler.accounting import ALLOCATED, REQUESTED, QueueUsage, demand_with_claims
+from drasched.scheduler.accounting import ALLOCATED, REQUESTED, QueueUsage
 from drasched.scheduler.constants import PODS
+from drasched.scheduler.release import holdings
 from drasched.scheduler.session import Session
 
 EPS = 1e-6
@@ -29,11 +30,9 @@ class Fairness:
         self.leaving = QueueUsage(session.snap.queues)
         snap = session.snap
         for g in snap.groups.values():
-            if g.queue not in snap.queues:
-                continue
-            for p in g.pods:
-                if p.deleting and not p.terminal and p.node_name:
-                    self.leaving.add(ALLOCATED, g.queue, demand_with_claims(snap, p, []))
+            going = [p for p in g.pods if p.deleting and not p.terminal and p.node_name]
+            if going and g.queue in snap.queues:
+                self.leaving.add(ALLOCATED, g.queue, holdings(session, going))
 
     def effective(self, queue: str, dim: str) -> float:
         return self.session.usage.of(ALLOCATED, queue).get(dim, 0.0) - self.leaving.of(ALLOCATED, queue).get(dim, 0.0)

@@ -90,13 +90,12 @@ def _place(session: Session, stmt: Statement, g: GroupInfo, hold_room: bool) -> 
     """Place ``g`` on its nominated nodes; ``hold_room``: as a hold (no BindRequest), on releasing room."""
     mark = stmt.checkpoint()
     tasks = _tasks(g)
-    before = dict(session.usage.own[ALLOCATED].get(g.queue, {}))
     placed = [t for t in tasks if place_task(session, stmt, g, t, _mask(session, t)) is None]
     if len(placed) < max(g.min_member - g.placed, 1):
         stmt.rollback(mark)
         return False
     if hold_room:
-        hold(session, g, placed, before)
+        hold(session, g, placed)
     return True
 
 
@@ -110,19 +109,17 @@ def _mask(session: Session, t: PodInfo) -> np.ndarray | None:
     return mask
 
 
-def hold(session: Session, g: GroupInfo, tasks: list[PodInfo], before: dict[str, float]) -> None:
+def hold(session: Session, g: GroupInfo, tasks: list[PodInfo]) -> None:
     """Mark the gang's placements as nominated (no BindRequest yet), journaled.
 
-    ``before`` is the queue's own allocated usage before they were placed: the difference
-    is left out of the queue's reported status until they are bound.
+    What they add to the queue's usage is left out of its reported status until they are bound.
     """
     state = session.disruption
     snap = session.snap
     held = {t.key: snap.nodes[session.placements[t.key].node].name for t in tasks}
-    after = session.usage.own[ALLOCATED].get(g.queue, {})
-    hold = {d: after.get(d, 0.0) - before.get(d, 0.0) for d in after}
+    hold_demand = placed_demand(session, tasks)
     state.nominated.update(held)
-    state.status_delta.add(ALLOCATED, g.queue, hold, -1.0)
+    state.status_delta.add(ALLOCATED, g.queue, hold_demand, -1.0)
     old = {k: session.unschedulable.get(k) for k in held}
     for k, node in held.items():
         session.unschedulable[k] = nominated_message(node)
@@ -134,9 +131,18 @@ def hold(session: Session, g: GroupInfo, tasks: list[PodInfo], before: dict[str,
                 session.unschedulable.pop(k, None)
             else:
                 session.unschedulable[k] = m
-        state.status_delta.add(ALLOCATED, g.queue, hold)
+        state.status_delta.add(ALLOCATED, g.queue, hold_demand)
 
     session.journal.append(undo)
+
+
+def placed_demand(session: Session, pods: list[PodInfo]) -> dict[str, float]:
+    """What the session's placements of ``pods`` added to their queue's usage."""
+    out: dict[str, float] = {}
+    for p in pods:
+        for d, v in session.placements[p.key].demand.items():
+            out[d] = out.get(d, 0.0) + v
+    return out
 
 
 def nominations(session: Session) -> list[tuple[PodInfo, str | None]]:

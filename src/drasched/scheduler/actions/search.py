@@ -109,8 +109,8 @@ class VictimSearch:
         self.index: VictimIndex = victim_index(session)
         self._estimates: dict[tuple[object, ...], dict[int, tuple[int, Cost | None, list[VictimGang]]]] = {}
         self._reasons: dict[str, str] = {}
-        self._has_candidates: dict[tuple[object, ...], bool] = {}
         """Victim gang key -> why, as the rule saw it right before the (last simulated) eviction."""
+        self._has_candidates: dict[tuple[object, ...], bool] = {}
 
     # ------------------------------------------------------------------ the gang
 
@@ -122,7 +122,6 @@ class VictimSearch:
         stmt = s.statement()
         chosen: list[tuple[VictimGang, PodInfo]] = []
         domain: np.ndarray | None = None
-        before = dict(s.usage.own[ALLOCATED].get(g.queue, {}))
         for t in tasks:
             victims = self._task(stmt, g, t, rule, domain)
             if victims is None:
@@ -132,7 +131,7 @@ class VictimSearch:
             if g.required_key is not None and domain is None:
                 domain = self._domain(g.required_key, s.placements[t.key].node)
         if s.disruption.evicted_gangs:  # room evicted this cycle is still in use until its pods are gone
-            self._record(g, tasks, chosen, rule, before)
+            self._record(g, tasks, chosen, rule)
         stmt.commit()
         return True
 
@@ -149,8 +148,7 @@ class VictimSearch:
         value = nodes[node].labels.get(key)
         return np.array([n.labels.get(key) == value for n in nodes], dtype=bool)
 
-    def _record(self, g: GroupInfo, tasks: list[PodInfo], chosen: list[tuple[VictimGang, PodInfo]], rule: Rule,
-                before: dict[str, float]) -> None:
+    def _record(self, g: GroupInfo, tasks: list[PodInfo], chosen: list[tuple[VictimGang, PodInfo]], rule: Rule) -> None:
         s = self.session
         snap = s.snap
         state = s.disruption
@@ -165,7 +163,7 @@ class VictimSearch:
                 s.group_messages[g.key] = old_group
 
         s.journal.append(undo)
-        hold(s, g, tasks, before)
+        hold(s, g, tasks)
 
     # ------------------------------------------------------------------ one pod
 
@@ -205,15 +203,16 @@ class VictimSearch:
         if best is None:
             return None
         _, j, victims = best
+        return victims if self._redo(stmt, g, t, j, victims, rule) else None
+
+    def _redo(self, stmt: Statement, g: GroupInfo, t: PodInfo, j: int, victims: list[VictimGang], rule: Rule) -> bool:
+        """Apply a victim set already simulated (no budget spent: the outcome is known); False leaves no trace."""
         mark = stmt.checkpoint()
-        for v in victims:
-            if not self._evict(stmt, v, j, rule):
-                stmt.rollback(mark)
-                return None
-        if not self.try_place(stmt, g, t, _one(s.snap.n_nodes, j)):
-            stmt.rollback(mark)
-            return None
-        return victims
+        if all(self._evict(stmt, v, j, rule) for v in victims) and \
+                place_task(self.session, stmt, g, t, _one(self.session.snap.n_nodes, j)) is None:
+            return True
+        stmt.rollback(mark)
+        return False
 
     def _on_node(self, stmt: Statement, g: GroupInfo, t: PodInfo, j: int, guess: list[VictimGang],
                  rule: Rule) -> list[VictimGang] | None:
@@ -237,7 +236,7 @@ class VictimSearch:
         return self._spare(stmt, g, t, j, chosen, rule, base) if 1 < len(chosen) <= MAX_REPRIEVE else chosen
 
     def _spare(self, stmt: Statement, g: GroupInfo, t: PodInfo, j: int, chosen: list[VictimGang],
-               rule: Rule, base: int) -> list[VictimGang]:
+               rule: Rule, base: int) -> list[VictimGang] | None:
         """Drop victims ``t`` does not need on node ``j``, most valuable (last in victim order) first."""
         mask = _one(self.session.snap.n_nodes, j)
         keep = list(chosen)
@@ -247,9 +246,7 @@ class VictimSearch:
             if all(self._evict(stmt, x, j, rule) for x in trial) and self.try_place(stmt, g, t, mask):
                 keep = trial
         stmt.rollback(base)
-        if not (all(self._evict(stmt, x, j, rule) for x in keep) and self.try_place(stmt, g, t, mask)):
-            return chosen  # cannot happen with a deterministic allocator; stay safe
-        return keep
+        return keep if self._redo(stmt, g, t, j, keep, rule) else None
 
     def _evict(self, stmt: Statement, v: VictimGang, j: int, rule: Rule) -> bool:
         """Evict victim gang ``v`` in the session (all its pods), if the rule and budgets still allow it."""
