@@ -181,14 +181,43 @@ def _explain(session: Session, t: PodInfo, claims: list[PodClaim], px: PodExtend
     return out.reasons
 
 
+FIRST_AVAILABLE_MAX = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
+
+
+def first_available_score(claims: list[Obj], allocations: list[Obj]) -> int:
+    """Upstream's DynamicResources Score (DRAPrioritizedList): for every ``firstAvailable``
+    request, ``8 - i`` where ``i`` is the index of the subrequest that was allocated, so a
+    node where more claims get their earlier choices scores higher."""
+    score = 0
+    for claim, allocation in zip(claims, allocations, strict=False):
+        chosen = {r.get("request") for r in ((allocation or {}).get("devices") or {}).get("results") or []}
+        for req in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
+            for i, sub in enumerate(req.get("firstAvailable") or []):
+                if f"{req.get('name')}/{sub.get('name')}" in chosen:
+                    score += FIRST_AVAILABLE_MAX - i
+    return score
+
+
+def _best_possible(claims: list[Obj]) -> int:
+    return sum(FIRST_AVAILABLE_MAX for c in claims
+               for req in ((c.get("spec") or {}).get("devices") or {}).get("requests") or []
+               if req.get("firstAvailable") and not (c.get("status") or {}).get("allocation"))
+
+
 def _allocate_first(session: Session, t: PodInfo, claims: list[PodClaim], px: PodExtended | None,
                     order: np.ndarray, tried: dict[int, list[Reason]]) -> tuple[
         int | None, AllocationOutcome | None, SpecialClaim | None, str | None]:
-    """Ask the allocator node by node in ``order``; the first success wins (with its special claim)."""
+    """Ask the allocator node by node in ``order``; the first success wins (with its special claim).
+
+    Claims with ``firstAvailable`` requests are the exception, as upstream scores them: the
+    node whose allocation uses the earliest subrequests wins (ties keep node order), and the
+    search stops early once a node gets every first choice.
+    """
     snap = session.snap
     keys = [c.key for c in claims if c.key]
     state_key = "|".join(k if session.claim_allocation(k) is not None else "" for k in keys)
     ns_labels = snap.namespace_labels.get(t.namespace, {})
+    best: tuple[int, int, AllocationOutcome, SpecialClaim | None] | None = None
     for pos in order:
         j = int(pos)
         objs, special = _claim_objs(session, t, claims, px, j)
@@ -207,9 +236,19 @@ def _allocate_first(session: Session, t: PodInfo, claims: list[PodClaim], px: Po
         if outcome.pod_error:
             return None, None, None, outcome.pod_error
         if outcome.ok:
-            return j, outcome, special, None
+            ceiling = _best_possible(objs)
+            if ceiling == 0:
+                return j, outcome, special, None
+            score = first_available_score(objs, outcome.allocations)
+            if best is None or score > best[0]:
+                best = (score, j, outcome, special)
+            if score >= ceiling:
+                break
+            continue
         session.dra_failures[cache_key] = (version, outcome.reasons)
         tried[j] = outcome.reasons
+    if best is not None:
+        return best[1], best[2], best[3], None
     return None, None, None, None
 
 
