@@ -7,12 +7,13 @@ by a later cycle from fresher state.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
 
 from drasched.api import kinds
 from drasched.api.errors import AlreadyExists, ApiError, NotFound
-from drasched.api.meta import format_time
+from drasched.api.meta import format_time, parse_time
 from drasched.api.resource import FINALIZER
 from drasched.scheduler.cache import SchedulerCache
 from drasched.scheduler.config import ConfigError, SchedulerConfig, config_from_yaml
@@ -38,7 +39,13 @@ class SchedulerController:
 
     name = "scheduler"
 
-    def __init__(self, config: SchedulerConfig | None = None) -> None:
+    def __init__(self, config: SchedulerConfig | None = None, *, claim_wait_grace: float | None = None,
+                 write_workers: int = 1) -> None:
+        self.write_workers = write_workers
+        self._pool: ThreadPoolExecutor | None = None
+        self.claim_wait_grace = claim_wait_grace
+        """``drasched serve``: seconds a new pod may wait for the claim controller to create its
+        template claims before it is marked unschedulable for that (None: at once, as embedded)."""
         self.base_config = config or SchedulerConfig.embedded()
         self.config = self.base_config
         self.cache = SchedulerCache()
@@ -67,6 +74,12 @@ class SchedulerController:
         if result.wake_at is not None:
             ctx.wake_at(result.wake_at)
         return self._write(ctx, snap, result)
+
+    def close(self) -> None:
+        """Stop the write workers (serve mode)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def _load_config(self, ctx: SimContext) -> None:
         """Apply the ConfigMap's configuration when it changes; a bad one is reported and ignored."""
@@ -100,21 +113,23 @@ class SchedulerController:
                 pass
             except ApiError as exc:
                 ctx.decide(self.name, "error", br, f"cannot delete failed BindRequest: {exc.message}")
-        for br, placement in zip(result.bind_requests, result.placements):
-            try:
-                store.create(br)
-                wrote = True
-                claims = ", ".join(c["name"] for c in br["spec"].get("resourceClaimAllocations", []))
-                ext = "; extended resources through DRA" if placement.extended is not None else ""
-                ctx.decide(self.name, "place", placement.pod.obj,
-                           f"node {br['spec']['selectedNode']}" + (f"; claims {claims}" if claims else "") + ext)
-            except AlreadyExists:
-                pass
-            except ApiError as exc:
-                ctx.decide(self.name, "error", placement.pod.obj, f"cannot create BindRequest: {exc.message}")
+        for br, placement, error in zip(result.bind_requests, result.placements,
+                                        self._create_all(store, result.bind_requests)):
+            if isinstance(error, AlreadyExists):
+                continue
+            if error is not None:
+                ctx.decide(self.name, "error", placement.pod.obj, f"cannot create BindRequest: {error.message}")
+                continue
+            wrote = True
+            claims = ", ".join(c["name"] for c in br["spec"].get("resourceClaimAllocations", []))
+            ext = "; extended resources through DRA" if placement.extended is not None else ""
+            ctx.decide(self.name, "place", placement.pod.obj,
+                       f"node {br['spec']['selectedNode']}" + (f"; claims {claims}" if claims else "") + ext)
         wrote |= self._evict(ctx, result)
         nominated = {pod.key: node for pod, node in result.nominations}
         for pod, cond in result.pod_conditions:
+            if self._claim_wait_pending(ctx, pod.created, cond["message"]):
+                continue
             wrote |= self._set_condition(ctx, pod.obj, cond, nominated.pop(pod.key, _KEEP))
         for pod, node in result.nominations:
             if pod.key in nominated:
@@ -136,6 +151,40 @@ class SchedulerController:
                 pass
         wrote |= self._group_events(ctx, snap, result)
         return wrote
+
+    def _create_all(self, store: Any, objects: list[Obj]) -> list[ApiError | None]:
+        """Create ``objects``; the error of each (None: created). ``write_workers`` > 1 (serve
+        mode) sends that many at once: one at a time, a cycle's writes would take as many
+        round trips to the API server as it placed pods."""
+
+        def create(obj: Obj) -> ApiError | None:
+            try:
+                store.create(obj)
+            except ApiError as exc:
+                return exc
+            return None
+
+        if self.write_workers <= 1 or len(objects) <= 1:
+            return [create(o) for o in objects]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.write_workers, thread_name_prefix="scheduler-write")
+        return list(self._pool.map(create, objects))
+
+    def _claim_wait_pending(self, ctx: SimContext, created: str, message: str) -> bool:
+        """Whether to hold back "waiting for a ResourceClaim to be created from template" for now.
+
+        In a cluster the claim controller runs beside the scheduler, so the scheduler sees
+        most new pods a moment before their claims exist; writing a condition and an Event
+        for each would double the API writes per pod for a state that lasts milliseconds
+        (upstream's scheduler holds such pods back without a status write).
+        """
+        if self.claim_wait_grace is None or "to be created from template" not in message or not created:
+            return False
+        due = parse_time(created) + timedelta(seconds=self.claim_wait_grace)
+        if ctx.now() >= due:
+            return False
+        ctx.wake_at(due)
+        return True
 
     def _evict(self, ctx: SimContext, result: CycleResult) -> bool:
         """Evict through the eviction API (it enforces PodDisruptionBudgets); an Event on each victim."""

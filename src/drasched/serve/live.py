@@ -76,18 +76,18 @@ class LiveContext:
 
     store: ClusterStore
     metrics: Metrics
-    wakeups: list[datetime] = field(default_factory=list)
+    wakeups: set[datetime] = field(default_factory=set)
     events: EventWriter | None = None
 
     def now(self) -> datetime:
         return datetime.now(UTC)
 
     def wake_at(self, when: datetime) -> None:
-        self.wakeups.append(when)
+        self.wakeups.add(when)
 
     def next_wakeup(self) -> datetime | None:
         now = self.now()
-        self.wakeups = [w for w in self.wakeups if w > now]
+        self.wakeups = {w for w in self.wakeups if w > now}
         return min(self.wakeups) if self.wakeups else None
 
     def decide(self, controller: str, action: str, obj: Obj | str, message: str) -> None:

@@ -42,8 +42,14 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
 
         controllers.append(ResourceClaimController())
     # In a cluster only pods naming drasched are ours (the config's schedulerNames), unlike simulate.
-    controllers += [SchedulerController(load_config(config_path)), BinderController()]
+    controllers += [SchedulerController(load_config(config_path), claim_wait_grace=CLAIM_WAIT_GRACE, write_workers=8),
+                    BinderController()]
     return controllers
+
+
+CLAIM_WAIT_GRACE = 30.0
+"""Seconds a new pod may wait for its template claims before the scheduler says so (see
+``SchedulerController._claim_wait_pending``)."""
 
 
 class _Health:
@@ -161,6 +167,9 @@ SWITCH_INTERVAL = 0.0005
 BUSY_FACTOR = 1.0
 """After a round that used T seconds of CPU, a controller rests at least this times T."""
 
+SLOW_ROUND_SECONDS = 1.0
+"""A controller round at least this long is logged with its duration and CPU time."""
+
 RENEW_SECONDS = 2.0
 """How often the leader renews its lease in threaded mode (client-go's retryPeriod)."""
 
@@ -208,7 +217,7 @@ def _run_threaded(
             started, cpu_started = time.perf_counter(), time.thread_time()
             progressed = False
             for c in lane:
-                c_started = time.perf_counter()
+                c_started, c_cpu = time.perf_counter(), time.thread_time()
                 try:
                     progressed = bool(c.reconcile(ctx)) or progressed
                 except ApiError as exc:  # a failed request is retried next round
@@ -216,7 +225,11 @@ def _run_threaded(
                 except Exception:  # a bug in one pass must not end the controller for good
                     log.exception("%s: reconcile failed", c.name)
                     done.wait(period)
-                metrics.cycle_seconds.labels(c.name).observe(time.perf_counter() - c_started)
+                took = time.perf_counter() - c_started
+                metrics.cycle_seconds.labels(c.name).observe(took)
+                if took >= SLOW_ROUND_SECONDS:
+                    log.info("%s: round took %.2f s (%.2f s of CPU in its thread)", c.name, took,
+                             time.thread_time() - c_cpu)
             cpu = time.thread_time() - cpu_started
             if not progressed:
                 wake = ctx.next_wakeup()

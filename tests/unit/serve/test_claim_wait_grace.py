@@ -1,0 +1,58 @@
+"""Serve mode holds back "waiting for a claim from a template" while the claim controller catches up."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from drasched.api import kinds
+from drasched.api.meta import format_time
+from drasched.scheduler.config import SchedulerConfig
+from drasched.scheduler.controller import SchedulerController
+from drasched.sim.clock import VirtualClock
+from drasched.sim.context import SimContext
+from drasched.store.memory import MemoryStore
+
+
+def _setup() -> tuple[SimContext, str]:
+    clock = VirtualClock()
+    store = MemoryStore(clock=clock.now, auto_namespaces=True)
+    store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+                  "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}})
+    store.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                  "metadata": {"name": "one", "namespace": "default"},
+                  "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                      "deviceClassName": "gpu.example.com"}}]}}}})
+    created = format_time(clock.now())
+    store.create({"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": "p", "namespace": "default", "creationTimestamp": created},
+                  "spec": {"schedulerName": "drasched",
+                           "containers": [{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}],
+                           "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one"}]}})
+    return SimContext(store, clock), created
+
+
+def _condition(ctx: SimContext) -> str | None:
+    pod = ctx.store.get(kinds.POD, "p", "default")
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled":
+            return str(c.get("message"))
+    return None
+
+
+def test_the_wait_for_a_template_claim_is_written_only_after_the_grace_period() -> None:
+    ctx, _ = _setup()
+    sched = SchedulerController(SchedulerConfig(), claim_wait_grace=30.0)
+    sched.reconcile(ctx)
+    assert _condition(ctx) is None  # the claim controller normally creates the claim long before
+    wake = ctx.next_wakeup()
+    assert wake is not None and wake - ctx.now() == timedelta(seconds=30)
+    ctx.clock.advance(31)
+    ctx.store.patch(kinds.NODE, "n1", None, {"metadata": {"labels": {"touched": "yes"}}})  # a change: a new cycle
+    sched.reconcile(ctx)
+    assert "to be created from template" in (_condition(ctx) or "")
+
+
+def test_without_a_grace_period_the_wait_is_written_at_once_as_embedded() -> None:
+    ctx, _ = _setup()
+    SchedulerController(SchedulerConfig()).reconcile(ctx)
+    assert "to be created from template" in (_condition(ctx) or "")
