@@ -7,7 +7,6 @@ by a later cycle from fresher state.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -39,10 +38,7 @@ class SchedulerController:
 
     name = "scheduler"
 
-    def __init__(self, config: SchedulerConfig | None = None, *, claim_wait_grace: float | None = None,
-                 write_workers: int = 1) -> None:
-        self.write_workers = write_workers
-        self._pool: ThreadPoolExecutor | None = None
+    def __init__(self, config: SchedulerConfig | None = None, *, claim_wait_grace: float | None = None) -> None:
         self.claim_wait_grace = claim_wait_grace
         """``drasched serve``: seconds a new pod may wait for the claim controller to create its
         template claims before it is marked unschedulable for that (None: at once, as embedded)."""
@@ -74,12 +70,6 @@ class SchedulerController:
         if result.wake_at is not None:
             ctx.wake_at(result.wake_at)
         return self._write(ctx, snap, result)
-
-    def close(self) -> None:
-        """Stop the write workers (serve mode)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
 
     def _load_config(self, ctx: SimContext) -> None:
         """Apply the ConfigMap's configuration when it changes; a bad one is reported and ignored."""
@@ -113,18 +103,18 @@ class SchedulerController:
                 pass
             except ApiError as exc:
                 ctx.decide(self.name, "error", br, f"cannot delete failed BindRequest: {exc.message}")
-        for br, placement, error in zip(result.bind_requests, result.placements,
-                                        self._create_all(store, result.bind_requests)):
-            if isinstance(error, AlreadyExists):
-                continue
-            if error is not None:
-                ctx.decide(self.name, "error", placement.pod.obj, f"cannot create BindRequest: {error.message}")
-                continue
-            wrote = True
-            claims = ", ".join(c["name"] for c in br["spec"].get("resourceClaimAllocations", []))
-            ext = "; extended resources through DRA" if placement.extended is not None else ""
-            ctx.decide(self.name, "place", placement.pod.obj,
-                       f"node {br['spec']['selectedNode']}" + (f"; claims {claims}" if claims else "") + ext)
+        for br, placement in zip(result.bind_requests, result.placements):
+            try:
+                store.create(br)
+                wrote = True
+                claims = ", ".join(c["name"] for c in br["spec"].get("resourceClaimAllocations", []))
+                ext = "; extended resources through DRA" if placement.extended is not None else ""
+                ctx.decide(self.name, "place", placement.pod.obj,
+                           f"node {br['spec']['selectedNode']}" + (f"; claims {claims}" if claims else "") + ext)
+            except AlreadyExists:
+                pass
+            except ApiError as exc:
+                ctx.decide(self.name, "error", placement.pod.obj, f"cannot create BindRequest: {exc.message}")
         wrote |= self._evict(ctx, result)
         nominated = {pod.key: node for pod, node in result.nominations}
         for pod, cond in result.pod_conditions:
@@ -151,24 +141,6 @@ class SchedulerController:
                 pass
         wrote |= self._group_events(ctx, snap, result)
         return wrote
-
-    def _create_all(self, store: Any, objects: list[Obj]) -> list[ApiError | None]:
-        """Create ``objects``; the error of each (None: created). ``write_workers`` > 1 (serve
-        mode) sends that many at once: one at a time, a cycle's writes would take as many
-        round trips to the API server as it placed pods."""
-
-        def create(obj: Obj) -> ApiError | None:
-            try:
-                store.create(obj)
-            except ApiError as exc:
-                return exc
-            return None
-
-        if self.write_workers <= 1 or len(objects) <= 1:
-            return [create(o) for o in objects]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.write_workers, thread_name_prefix="scheduler-write")
-        return list(self._pool.map(create, objects))
 
     def _claim_wait_pending(self, ctx: SimContext, created: str, message: str) -> bool:
         """Whether to hold back "waiting for a ResourceClaim to be created from template" for now.

@@ -42,7 +42,7 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
 
         controllers.append(ResourceClaimController())
     # In a cluster only pods naming drasched are ours (the config's schedulerNames), unlike simulate.
-    controllers += [SchedulerController(load_config(config_path), claim_wait_grace=CLAIM_WAIT_GRACE, write_workers=8),
+    controllers += [SchedulerController(load_config(config_path), claim_wait_grace=CLAIM_WAIT_GRACE),
                     BinderController()]
     return controllers
 
@@ -164,7 +164,7 @@ def run(
 SWITCH_INTERVAL = 0.0005
 """The GIL switch interval while controllers run in threads (see ``_run_threaded``)."""
 
-BUSY_FACTOR = 1.0
+BUSY_FACTOR = 2.0
 """After a round that used T seconds of CPU, a controller rests at least this times T."""
 
 SLOW_ROUND_SECONDS = 1.0
