@@ -101,12 +101,6 @@ def for_object(obj: dict) -> ResourceType:
     return rt
 
 
-def by_kind(kind: str) -> ResourceType:
-    """Look up a resource type by its kind name alone (kinds are unique in drasched)."""
-    try:
-        return _BY_KIND_ONLY[kind]
-    except KeyError:
-        raise BadRequest(f'no kind "{kind}" is registered') from None
 
 
 def order_index(rt: ResourceType) -> int:

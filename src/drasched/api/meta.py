@@ -31,16 +31,10 @@ def uid_of(obj: Obj) -> str:
     return (obj.get("metadata") or {}).get("uid", "")
 
 
-def labels_of(obj: Obj) -> dict[str, str]:
-    return (obj.get("metadata") or {}).get("labels") or {}
 
 
-def annotations_of(obj: Obj) -> dict[str, str]:
-    return (obj.get("metadata") or {}).get("annotations") or {}
 
 
-def deep_copy(obj: Obj) -> Obj:
-    return copy.deepcopy(obj)
 
 
 def format_time(dt: datetime) -> str:
@@ -52,11 +46,6 @@ def parse_time(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
-def controller_owner(obj: Obj) -> dict[str, Any] | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return ref
-    return None
 
 
 def owner_reference(owner: Obj, *, controller: bool = True, block_owner_deletion: bool = True) -> Obj:
