@@ -368,6 +368,23 @@ class CachedReads:
         self._from_server.discard((rt, ns, name))
         return self.store.get(rt, name, namespace)
 
+    def controlled_by(self, rt: ResourceType, namespace: str, owner_uid: str) -> list[Obj]:
+        """Objects of ``rt`` in ``namespace`` whose controller owner has ``owner_uid`` (copies).
+
+        What the binder asks to find a pod's extended-resource claim: from the cache a scan
+        without copies (copies of the matches only), where a list would fetch and decode
+        every claim of the namespace on every bind.
+        """
+        informers = self.store.informers
+        feed = informers.feed(rt) if rt in self.cached and informers.has_feed(rt) else None
+        if feed is None or not feed.synced:
+            items = self.store.list(rt, namespace).items
+            return [o for o in items if _controller_uid(o) == owner_uid]
+        with feed.reflector._lock:
+            found = [o for (ns, _), o in feed.reflector.cache.items()
+                     if ns == namespace and _controller_uid(o) == owner_uid]
+        return [clone(o) for o in found]
+
     def _conflicted(self, rt: ResourceType, name: str, namespace: str | None) -> None:
         self._from_server.add((rt, (namespace or "") if rt.namespaced else "", name))
 
@@ -409,6 +426,13 @@ class CachedReads:
 
     def __getattr__(self, name: str) -> Any:  # create, list, delete, watch, ... unchanged
         return getattr(self.store, name)
+
+
+def _controller_uid(obj: Obj) -> str | None:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return str(ref.get("uid") or "")
+    return None
 
 
 def shared_informers(store: object) -> SharedInformers | None:

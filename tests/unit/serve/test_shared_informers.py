@@ -224,3 +224,27 @@ def test_claim_controller_shares_the_schedulers_thread_and_runs_first() -> None:
     lanes = _lanes(build_controllers(enable_claim_controller=True))
     assert [[c.name for c in lane] for lane in lanes] == [["resourceclaim-controller", "scheduler"], ["binder"]]
     assert [[c.name for c in lane] for lane in _lanes(build_controllers())] == [["scheduler"], ["binder"]]
+
+
+def test_claims_controlled_by_a_pod_come_from_the_cache_not_a_list(store: BlockingStore,
+                                                                    informers: SharedInformers) -> None:
+    informed = InformedStore(store, informers)
+
+    def claim(name: str, owner: str) -> Obj:
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": "default", "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "Pod", "name": owner, "uid": f"uid-{owner}", "controller": True}]},
+                "spec": {"devices": {"requests": []}}}
+
+    informed.create(claim("a-1", "a"))
+    informed.create(claim("b-1", "b"))
+    informers.feed(kinds.RESOURCE_CLAIM)
+    assert informers.wait_for_sync(5)
+    view = CachedReads(informed, [kinds.RESOURCE_CLAIM])
+    calls: list[Any] = []
+    store_list = store.list
+    store.list = lambda *a, **k: calls.append(a) or store_list(*a, **k)  # type: ignore[method-assign]
+    found = view.controlled_by(kinds.RESOURCE_CLAIM, "default", "uid-a")
+    assert [c["metadata"]["name"] for c in found] == ["a-1"] and calls == []
+    found[0]["metadata"]["name"] = "changed"  # a copy: the cache keeps its own
+    assert informers.feed(kinds.RESOURCE_CLAIM).get("a-1", "default") is not None
