@@ -248,3 +248,8 @@ def test_claims_controlled_by_a_pod_come_from_the_cache_not_a_list(store: Blocki
     assert [c["metadata"]["name"] for c in found] == ["a-1"] and calls == []
     found[0]["metadata"]["name"] = "changed"  # a copy: the cache keeps its own
     assert informers.feed(kinds.RESOURCE_CLAIM).get("a-1", "default") is not None
+    informed.create(claim("a-2", "a"))  # the index catches up with the feed on the next lookup
+    informed.delete(kinds.RESOURCE_CLAIM, "a-1", "default")
+    wait_until(lambda: informers.feed(kinds.RESOURCE_CLAIM).get("a-1", "default") is None)
+    assert [c["metadata"]["name"] for c in view.controlled_by(kinds.RESOURCE_CLAIM, "default", "uid-a")] == ["a-2"]
+    assert calls == []
