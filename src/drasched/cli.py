@@ -106,6 +106,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             result = run_cluster(workload, sched, timeout=args.timeout, log_dir=args.log_dir, profile=args.profile)
             cluster_results.append(result)
             print(result.line(), flush=True)
+            print(f"{'':<18} {sched:<15} API writes per pod: {result.request_breakdown()}", flush=True)
     if cluster_results:
         from drasched.bench.cluster import summarize
 

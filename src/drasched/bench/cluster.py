@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -32,6 +33,7 @@ FEATURE_GATES = ("DRAExtendedResource=true,DRAPartitionableDevices=true,DRADevic
                  "DRAConsumableCapacity=true,DRADeviceBindingConditions=true,DRAResourceClaimDeviceStatus=true,"
                  "DRAAdminAccess=true,DRAPrioritizedList=true")
 WRITERS = 8
+WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "APPLY"})
 
 
 @dataclass
@@ -48,6 +50,19 @@ class ClusterResult:
     peak_rss_mib: float = 0.0
     server_cpu_seconds: float = 0.0
     """kube-apiserver + etcd CPU over the same span: what the scheduler's requests cost the server."""
+    requests: dict[str, int] = field(default_factory=dict)
+    """API requests the server counted over the same span, by "VERB resource[/subresource]"."""
+
+    @property
+    def writes_per_pod(self) -> float:
+        """Mutating requests per measured pod (the benchmark's own pod creates included)."""
+        writes = sum(n for k, n in self.requests.items() if k.split(" ", 1)[0] in WRITE_VERBS)
+        return writes / self.measured if self.measured else 0.0
+
+    def request_breakdown(self) -> str:
+        """The mutating requests per measured pod, largest first: where the server's work goes."""
+        rows = sorted(((n, k) for k, n in self.requests.items() if k.split(" ", 1)[0] in WRITE_VERBS), reverse=True)
+        return ", ".join(f"{k} {n / max(self.measured, 1):.2f}" for n, k in rows)
 
     @property
     def pods_per_second(self) -> float:
@@ -66,7 +81,7 @@ class ClusterResult:
                 f"  per-second p50/p90/p99 {self.pct(ps, .5):.0f}/{self.pct(ps, .9):.0f}/{self.pct(ps, .99):.0f}"
                 f"  latency p50/p90/p99 {self.pct(self.latencies, .5):.2f}/{self.pct(self.latencies, .9):.2f}/"
                 f"{self.pct(self.latencies, .99):.2f} s  cpu {self.cpu_seconds:.1f} s  rss {self.peak_rss_mib:.0f} MiB"
-                f"  server cpu {self.server_cpu_seconds:.1f} s")
+                f"  server cpu {self.server_cpu_seconds:.1f} s  writes/pod {self.writes_per_pod:.2f}")
 
 
 def _proc_stats(pid: int) -> tuple[float, float]:
@@ -82,6 +97,27 @@ def _proc_stats(pid: int) -> tuple[float, float]:
         return cpu, hwm
     except (FileNotFoundError, ProcessLookupError, IndexError):
         return 0.0, 0.0
+
+
+def api_request_counts(store: KubeStore) -> dict[str, int]:
+    """The API server's ``apiserver_request_total``, summed by verb and resource/subresource."""
+    text = store._request("GET", "/metrics").text
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels_text, _, value = line[len("apiserver_request_total{"):].rpartition("} ")
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', labels_text))
+        resource = labels.get("resource", "")
+        if labels.get("subresource"):
+            resource += "/" + labels["subresource"]
+        key = f"{labels.get('verb', '')} {resource}"
+        counts[key] = counts.get(key, 0) + int(float(value))
+    return counts
+
+
+def _diff_counts(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: n - before.get(k, 0) for k, n in after.items() if n - before.get(k, 0) > 0}
 
 
 def _create_all(store: KubeStore, objects: list[Obj]) -> None:
@@ -220,6 +256,62 @@ def _wait_bound(watcher: _BindWatcher, names: set[str], timeout: float,
         time.sleep(0.05)
 
 
+def _create_measured(store: KubeStore, pods: list[Obj]) -> dict[str, float]:
+    """Create the measured pods, ``WRITERS`` at a time; when each was created (client clock)."""
+    created_at: dict[str, float] = {}
+
+    def create(p: Obj) -> None:
+        created_at[p["metadata"]["name"]] = time.monotonic()
+        store.create(p)
+
+    with ThreadPoolExecutor(WRITERS) as pool:
+        list(pool.map(create, pods))
+    return created_at
+
+
+def _run_steady(store: KubeStore, watcher: _BindWatcher, pods: list[Obj], count: int, duration: float,
+                procs: list[subprocess.Popen[bytes]], workdir: Path, kind: str) -> tuple[dict[str, float],
+                                                                                      dict[str, float]]:
+    """Keep ``count`` pods in flight for ``duration`` seconds: each bound pod is deleted (grace
+    0: no kubelet will finish it) and replaced by the next (upstream's ``steadyState``).
+
+    Returns when each pod was created, and when each pod bound within the duration was.
+    """
+    supply = iter(pods)
+    created_at: dict[str, float] = {}
+    bound: dict[str, float] = {}
+    in_flight: set[str] = set()
+    end = time.monotonic() + duration
+
+    def replace(done: str | None) -> None:
+        if done is not None:
+            store.delete(kinds.POD, done, NAMESPACE, grace_period_seconds=0)
+        p = next(supply, None)
+        if p is None:
+            raise RuntimeError(f"steady state ran out of its {len(pods)} pods: make the pool larger")
+        name = p["metadata"]["name"]
+        created_at[name] = time.monotonic()
+        in_flight.add(name)
+        store.create(p)
+
+    with ThreadPoolExecutor(WRITERS) as pool:
+        list(pool.map(replace, [None] * count))
+        while time.monotonic() < end:
+            for p in procs:
+                if p.poll() is not None:
+                    raise SchedulerDied(f"{kind} exited with code {p.returncode}:\n{_log_tail(workdir, kind)}")
+            done = [n for n in list(in_flight) if n in watcher.bound_at]
+            if not done:
+                time.sleep(0.005)
+                continue
+            for n in done:
+                in_flight.discard(n)
+                if watcher.bound_at[n] <= end:
+                    bound[n] = watcher.bound_at[n]
+            list(pool.map(replace, done))
+    return created_at, bound
+
+
 def run_cluster(workload: Workload, scheduler: str, timeout: float = 600.0,
                 log_dir: str | None = None, profile: bool = False) -> ClusterResult:
     """One workload, one scheduler, on a fresh API server.
@@ -244,22 +336,23 @@ def run_cluster(workload: Workload, scheduler: str, timeout: float = 600.0,
             _create_all(store, init)
             _wait_bound(watcher, {p["metadata"]["name"] for p in init}, timeout, procs, workdir, scheduler)
             measured = _for_scheduler(workload.measured_pods, scheduler)
-            names = {p["metadata"]["name"] for p in measured}
-            created_at: dict[str, float] = {}
-
-            def create(p: Obj) -> None:
-                created_at[p["metadata"]["name"]] = time.monotonic()
-                store.create(p)
-
             sched_cpu0 = sum(_proc_stats(p.pid)[0] for p in procs)
             server_cpu0 = sum(_proc_stats(pid)[0] for pid in cluster.pids())
+            requests0 = api_request_counts(store)
             started = time.monotonic()
-            with ThreadPoolExecutor(WRITERS) as pool:
-                list(pool.map(create, measured))
-            _wait_bound(watcher, names, timeout, procs, workdir, scheduler)
-            bound = {n: t for n, t in watcher.bound_at.items() if n in names}
-            end = max(bound.values(), default=time.monotonic())
-            seconds = max(end - started, 1e-9)
+            if workload.steady is not None:
+                created_at, bound = _run_steady(store, watcher, measured, workload.steady.count,
+                                                workload.steady.duration, procs, workdir, scheduler)
+                seconds = workload.steady.duration
+                total = len(created_at)
+            else:
+                created_at = _create_measured(store, measured)
+                names = {p["metadata"]["name"] for p in measured}
+                _wait_bound(watcher, names, timeout, procs, workdir, scheduler)
+                bound = {n: t for n, t in watcher.bound_at.items() if n in names}
+                end = max(bound.values(), default=time.monotonic())
+                seconds = max(end - started, 1e-9)
+                total = len(measured)
             per_second = [0] * (int(seconds) + 1)
             for t in bound.values():
                 per_second[min(int(t - started), len(per_second) - 1)] += 1
@@ -270,8 +363,9 @@ def run_cluster(workload: Workload, scheduler: str, timeout: float = 600.0,
                 cpu += c
                 rss += r
             server_cpu = sum(_proc_stats(pid)[0] for pid in cluster.pids()) - server_cpu0
-            return ClusterResult(workload.name, scheduler, len(measured), len(bound), seconds,
-                                 per_second, latencies, cpu - sched_cpu0, rss, server_cpu)
+            requests = _diff_counts(api_request_counts(store), requests0)
+            return ClusterResult(workload.name, scheduler, total, len(bound), seconds,
+                                 per_second, latencies, cpu - sched_cpu0, rss, server_cpu, requests)
         finally:
             watcher.stop.set()
             for p in procs:

@@ -6,10 +6,13 @@ import gc
 import resource
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from drasched.api import kinds
 from drasched.bench.workloads import Workload
 from drasched.sim.runner import Simulation
+
+Obj = dict[str, Any]
 
 
 @dataclass
@@ -44,14 +47,43 @@ def run_embedded(workload: Workload, nodes: int) -> EmbeddedResult:
     sim.run()
     gc.freeze()
     started = time.perf_counter()
-    sim.load(workload.measured_pods)
-    sim.run()
+    if workload.steady is not None:
+        measured, bound = _run_steady(sim, workload.measured_pods, workload.steady.count, workload.steady.duration)
+    else:
+        sim.load(workload.measured_pods)
+        sim.run()
+        names = {p["metadata"]["name"] for p in workload.measured_pods}
+        measured = len(names)
+        bound = sum(
+            1 for p in sim.store.iter_kind(kinds.POD)
+            if p["metadata"]["name"] in names and (p.get("spec") or {}).get("nodeName")
+        )
     seconds = time.perf_counter() - started
-    names = {p["metadata"]["name"] for p in workload.measured_pods}
-    bound = sum(
-        1 for p in sim.store.iter_kind(kinds.POD)
-        if p["metadata"]["name"] in names and (p.get("spec") or {}).get("nodeName")
-    )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     gc.unfreeze()
-    return EmbeddedResult(workload.name, nodes, len(workload.measured_pods), bound, seconds, peak)
+    return EmbeddedResult(workload.name, nodes, measured, bound, seconds, peak)
+
+
+def _run_steady(sim: Simulation, pods: list[Obj], count: int, duration: float) -> tuple[int, int]:
+    """``count`` pods at a time until ``duration`` seconds pass: load them, run the control
+    plane until it settles, delete the bound ones (grace 0) and let it settle again.
+
+    Returns (pods created, pods bound).
+    """
+    end = time.perf_counter() + duration
+    created = bound = 0
+    for start in range(0, len(pods), count):
+        if time.perf_counter() >= end:
+            break
+        batch = pods[start:start + count]
+        sim.load(batch)
+        sim.run()
+        created += len(batch)
+        for p in batch:
+            md = p["metadata"]
+            current = sim.store.get(kinds.POD, md["name"], md["namespace"])
+            if (current.get("spec") or {}).get("nodeName"):
+                bound += 1
+            sim.store.delete(kinds.POD, md["name"], md["namespace"], grace_period_seconds=0)
+        sim.run()
+    return created, bound

@@ -16,6 +16,15 @@ DRIVER = "gpu.example.com"
 NAMESPACE = "bench"
 
 
+@dataclass(frozen=True)
+class SteadyState:
+    """Upstream scheduler_perf's ``steadyState``: keep ``count`` measured pods in flight for
+    ``duration`` seconds; each pod is deleted once bound and a new one takes its place."""
+
+    count: int = 10
+    duration: float = 30.0
+
+
 @dataclass
 class Workload:
     name: str
@@ -24,6 +33,8 @@ class Workload:
     init_pods: list[Obj]
     measured_pods: list[Obj]
     drasched_only: bool = False  # uses drasched features upstream has no equivalent for
+    steady: SteadyState | None = None
+    """Set: ``measured_pods`` is a pool of pods to create ``steady.count`` at a time (see SteadyState)."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -132,6 +143,17 @@ def claim_template_workload(nodes: int = 500) -> Workload:
                     "pods with one device each from a claim template", cluster, init, measured)
 
 
+def claim_template_steady_workload(nodes: int = 500) -> Workload:
+    """The claim-template cluster half full, then churn: 10 pods in flight, each deleted when bound."""
+    base = claim_template_workload(nodes)
+    steady = SteadyState(count=10, duration=30.0)
+    # more pods than the run can use: a fast scheduler must never run out
+    pool = [pod(f"steady-{i:06d}", template="one-gpu") for i in range(max(nodes * 20, 2000))]
+    return Workload("claim-template-steady", f"{nodes} nodes x 10 devices, {nodes * 5} placed; then "
+                    f"{steady.count} pods with a claim from a template kept in flight for {steady.duration:.0f} s, "
+                    "each deleted once bound", base.cluster, base.init_pods, pool, steady=steady)
+
+
 def match_attribute_workload(nodes: int = 500) -> Workload:
     cluster = [_namespace(), device_class(), claim_template(
         "two-same-numa", count=2, constraints=[{"requests": ["gpu"], "matchAttribute": f"{DRIVER}/numa"}])]
@@ -181,10 +203,11 @@ def gangs_workload(nodes: int = 1000) -> Workload:
 
 WORKLOADS: dict[str, Callable[[int], Workload]] = {
     "claim-template": claim_template_workload,
+    "claim-template-steady": claim_template_steady_workload,
     "match-attribute": match_attribute_workload,
     "extended-resource": extended_resource_workload,
     "partitionable": partitionable_workload,
     "gangs": gangs_workload,
 }
-DEFAULT_NODES = {"claim-template": 500, "match-attribute": 500, "extended-resource": 500,
+DEFAULT_NODES = {"claim-template": 500, "claim-template-steady": 500, "match-attribute": 500, "extended-resource": 500,
                  "partitionable": 100, "gangs": 1000}

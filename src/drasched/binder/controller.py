@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
-from concurrent.futures import ThreadPoolExecutor
+import logging
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from drasched.api import kinds
@@ -17,6 +19,7 @@ if TYPE_CHECKING:  # sim sits above binder; only its types are needed here
     from drasched.sim.context import SimContext
 
 _Key = tuple[str, str]
+log = logging.getLogger(__name__)
 
 CACHED_READS = (kinds.POD, kinds.NODE, kinds.RESOURCE_CLAIM)
 """What the binder reads from the shared cache in serve mode (see ``CachedReads``)."""
@@ -48,6 +51,10 @@ class BinderController:
         self._cursor: int | None = None
         self._cached: dict[_Key, dict[str, Any]] = {}
         self._pool: ThreadPoolExecutor | None = None
+        self._in_flight: dict[_Key, Future[BindOutcome | None]] = {}
+        self._submitted: dict[_Key, str | None] = {}
+        """The resourceVersion each request was last handed to a worker at (serve mode)."""
+        self._retry_at: dict[_Key, datetime | None] = {}
 
     def _binder_for(self, ctx: SimContext) -> Binder:
         if self._binder is None or self._store is not ctx.store:
@@ -105,6 +112,8 @@ class BinderController:
             if br is None or (br.get("status") or {}).get("phase") in TERMINAL:
                 self._pending.discard(key)
                 self._cached.pop(key, None)
+                self._submitted.pop(key, None)
+                self._retry_at.pop(key, None)
             else:
                 self._pending.add(key)
                 self._cached[key] = br
@@ -129,25 +138,47 @@ class BinderController:
         return progressed
 
     def _reconcile_parallel(self, ctx: SimContext, binder: Binder) -> bool:
-        """Bind every pending request, ``workers`` at a time; each request in one thread only."""
+        """Hand every pending request to the workers once, without waiting for them (a work queue).
+
+        A round only submits: a bind that takes many round trips never holds up the ones
+        that arrive after it. Each request is in one worker at a time, and is submitted
+        again only when the feed shows it changed (a retry recorded, a replacement) or its
+        backoff ends, never because the watch has not yet caught up with our own write.
+        """
         now = ctx.now()
-        todo = []
-        for key in sorted(self._pending):
-            due = binder.not_before(self._cached[key])
-            if due is None or due <= now:
-                todo.append(clone(self._cached[key]))  # the binder may change its copy
-        if not todo:
-            return False
+        progressed = False
+        for key, future in list(self._in_flight.items()):
+            if not future.done():
+                continue
+            del self._in_flight[key]
+            if future.exception() is not None:  # process() handles API errors; this is a bug: retry later
+                log.error("bind %s/%s: %s", *key, future.exception())
+                self._retry_at[key] = now + timedelta(seconds=1)
+                ctx.wake_at(now + timedelta(seconds=1))
+                continue
+            out = future.result()
+            if out is not None:
+                progressed = True
+                self._retry_at[key] = out.retry_at
+                if out.retry_at is not None:
+                    ctx.wake_at(out.retry_at)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="binder")
-        outcomes: list[BindOutcome | None] = list(self._pool.map(lambda br: binder.process(br, now), todo))
-        progressed = False
-        for out in outcomes:
-            if out is None:
+        for key in sorted(self._pending):
+            if key in self._in_flight:
                 continue
-            progressed = True
-            if out.retry_at is not None:
-                ctx.wake_at(out.retry_at)
+            br = self._cached[key]
+            rv = br["metadata"].get("resourceVersion")
+            retry_at = self._retry_at.get(key)
+            if self._submitted.get(key) == rv and (retry_at is None or retry_at > now):
+                continue  # already tried at this version: wait for the feed or the backoff
+            due = binder.not_before(br)
+            if due is not None and due > now:
+                ctx.wake_at(due)
+                continue
+            self._submitted[key] = rv
+            self._retry_at.pop(key, None)
+            self._in_flight[key] = self._pool.submit(binder.process, clone(br), now)
         return progressed
 
     def close(self) -> None:

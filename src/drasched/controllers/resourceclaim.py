@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -109,7 +110,13 @@ class ResourceClaimController:
 
     name = "resourceclaim-controller"
 
-    def __init__(self) -> None:
+    def __init__(self, *, workers: int = 1) -> None:
+        self.workers = workers
+        """Pods whose claims are created at once (``drasched serve``: each is a create and a pod
+        status write, round trips that one after another cap the pass at the server's latency;
+        embedded: 1, in order, so a run is deterministic)."""
+        self._pool: ThreadPoolExecutor | None = None
+        self._in_flight: dict[str, Future[bool]] = {}
         self._store: ClusterStore | None = None
         self._again = True
         self._warned: dict[tuple[str, str], str] = {}
@@ -138,13 +145,42 @@ class ResourceClaimController:
         progress = False
         for group in list(self.groups.values()):
             progress |= self._guarded(self._sync_group, group)
-        for pod in list(self.pods.values()):
-            if (pod.get("spec") or {}).get("resourceClaims"):
-                progress |= self._guarded(self._sync_pod, pod)
+        progress |= self._sync_pods([p for p in self.pods.values() if (p.get("spec") or {}).get("resourceClaims")])
         for claim in list(self.claims.values()):
             progress |= self._guarded(self._sync_claim, claim)
-        self._again = progress
+        self._again = progress or bool(self._in_flight)  # workers still busy: look again
         return progress
+
+    def _sync_pods(self, pods: list[Obj]) -> bool:
+        """The pod pass.
+
+        With ``workers``, pods with a template entry not yet recorded in their status (a
+        claim to create: all the writes of a busy cluster) go to the workers without being
+        waited for, as a work queue: the scheduler, which runs next in the same thread,
+        is not held up by them. Each such pod is with one worker at a time and touches
+        only its own claims; a worker's writes are seen by the next pass.
+        """
+        if self.workers <= 1:
+            return any([self._guarded(self._sync_pod, p) for p in pods])
+        progress = False
+        for uid, future in list(self._in_flight.items()):
+            if future.done():
+                del self._in_flight[uid]
+                progress |= future.exception() is None and bool(future.result())
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="claim-controller")
+        for pod in pods:
+            if not _unrecorded_template_entry(pod):
+                progress |= self._guarded(self._sync_pod, pod)
+            elif _uid(pod) not in self._in_flight:
+                self._in_flight[_uid(pod)] = self._pool.submit(self._guarded, self._sync_pod, pod)
+        return progress
+
+    def close(self) -> None:
+        """Stop the workers (serve mode)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def _guarded(self, sync: Callable[[Obj], bool], obj: Obj) -> bool:
         """One object's trouble (a refused write, an API error) never stops the others."""
@@ -389,7 +425,6 @@ class ResourceClaimController:
         self.claims.put(created)
         self._claims_by_owner.setdefault(_uid(owner), []).append(created)
         message = f"created ResourceClaim {_name(created)} from template {template_name} for entry {entry['name']}"
-        self._event(owner, "Normal", "CreatedResourceClaim", message)
         self.ctx.decide(self.name, "create", created, message)
         return _name(created), True
 
@@ -604,6 +639,15 @@ class ResourceClaimController:
         self._event(claim, "Normal", "DeletedResourceClaim", message)
         self.ctx.decide(self.name, "delete", claim, message)
         return True
+
+
+def _unrecorded_template_entry(pod: Obj) -> bool:
+    """Whether a live pod has a template entry that its status does not name a claim for yet."""
+    if pod_is_done(pod) or _md(pod).get("deletionTimestamp"):
+        return False
+    recorded = status_claim_names(pod)
+    return any(e.get("resourceClaimTemplateName") and not recorded.get(e.get("name", ""))
+               for e in (pod.get("spec") or {}).get("resourceClaims") or [])
 
 
 def _statuses_list(owner: Obj, names: dict[str, str | None]) -> list[Obj]:

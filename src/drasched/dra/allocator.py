@@ -421,7 +421,9 @@ class Allocator:
         features: Features | None = None,
         *,
         timeout: float = 10.0,
+        index: PoolIndex | None = None,
     ) -> None:
+        """``index``: pools already built from the same slices (``slices`` is then unused)."""
         self.features = features or Features()
         self.state = allocated_state if allocated_state is not None else AllocatedState()
         self.timeout = timeout
@@ -433,7 +435,7 @@ class Allocator:
             except msgspec.ValidationError:
                 continue
             self.classes[view.metadata.name] = (view, raw)
-        self.index = PoolIndex(list(slices))
+        self.index = index if index is not None else PoolIndex(list(slices))
         self._cands: dict[tuple[str, tuple[Any, ...]], _Candidates] = {}
         self._claims: dict[int, _ClaimSpec] = {}
         self._failures: dict[tuple[Any, ...], tuple[list[str], list[Reason]]] = {}

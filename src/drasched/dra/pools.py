@@ -263,6 +263,10 @@ class PoolIndex:
                 for d in pool.devices:
                     self.devices_by_id[d.id] = d
 
+    def forget_nodes(self) -> None:
+        """Drop the per-node views (a node's labels changed: what it sees may have too)."""
+        self._node_cache.clear()
+
     def ordered_pools(self) -> list[Pool]:
         """Every pool (highest generation) in first-fit order."""
         return list(self._ordered)

@@ -7,6 +7,7 @@ by a later cycle from fresher state.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -38,8 +39,14 @@ class SchedulerController:
 
     name = "scheduler"
 
-    def __init__(self, config: SchedulerConfig | None = None, *, claim_wait_grace: float | None = None) -> None:
+    def __init__(self, config: SchedulerConfig | None = None, *, claim_wait_grace: float | None = None,
+                 write_workers: int = 1) -> None:
         self.claim_wait_grace = claim_wait_grace
+        self.write_workers = write_workers
+        """BindRequests created at once (``drasched serve``: a cycle's creates are round trips to
+        the API server, one after another they would cap a cycle at the server's latency;
+        embedded: 1, in order, so a run is deterministic)."""
+        self._pool: ThreadPoolExecutor | None = None
         """``drasched serve``: seconds a new pod may wait for the claim controller to create its
         template claims before it is marked unschedulable for that (None: at once, as embedded)."""
         self.base_config = config or SchedulerConfig.embedded()
@@ -103,18 +110,15 @@ class SchedulerController:
                 pass
             except ApiError as exc:
                 ctx.decide(self.name, "error", br, f"cannot delete failed BindRequest: {exc.message}")
-        for br, placement in zip(result.bind_requests, result.placements):
-            try:
-                store.create(br)
+        for br, placement, error in self._create_all(store, result.bind_requests, result.placements):
+            if error is None:
                 wrote = True
                 claims = ", ".join(c["name"] for c in br["spec"].get("resourceClaimAllocations", []))
                 ext = "; extended resources through DRA" if placement.extended is not None else ""
                 ctx.decide(self.name, "place", placement.pod.obj,
                            f"node {br['spec']['selectedNode']}" + (f"; claims {claims}" if claims else "") + ext)
-            except AlreadyExists:
-                pass
-            except ApiError as exc:
-                ctx.decide(self.name, "error", placement.pod.obj, f"cannot create BindRequest: {exc.message}")
+            elif not isinstance(error, AlreadyExists):
+                ctx.decide(self.name, "error", placement.pod.obj, f"cannot create BindRequest: {error.message}")
         wrote |= self._evict(ctx, result)
         nominated = {pod.key: node for pod, node in result.nominations}
         for pod, cond in result.pod_conditions:
@@ -141,6 +145,29 @@ class SchedulerController:
                 pass
         wrote |= self._group_events(ctx, snap, result)
         return wrote
+
+    def _create_all(self, store: Any, objs: list[Obj], tags: list[Any]) -> list[tuple[Obj, Any, ApiError | None]]:
+        """Create ``objs`` (``write_workers`` at a time); each with its tag and its error, in order."""
+        def one(obj: Obj) -> ApiError | None:
+            try:
+                store.create(obj)
+            except ApiError as exc:
+                return exc
+            return None
+
+        if self.write_workers <= 1 or len(objs) <= 1:
+            errors = [one(o) for o in objs]
+        else:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.write_workers, thread_name_prefix="scheduler-write")
+            errors = list(self._pool.map(one, objs))
+        return list(zip(objs, tags, errors, strict=True))
+
+    def close(self) -> None:
+        """Stop the write workers (serve mode)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def _claim_wait_pending(self, ctx: SimContext, created: str, message: str) -> bool:
         """Whether to hold back "waiting for a ResourceClaim to be created from template" for now.

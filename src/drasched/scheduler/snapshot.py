@@ -26,7 +26,7 @@ from drasched.api import kinds
 from drasched.dra.allocated_state import AllocatedState
 from drasched.dra.allocator import Allocator
 from drasched.dra.extended import implicit_name
-from drasched.dra.pools import DeviceID
+from drasched.dra.pools import DeviceID, PoolIndex
 from drasched.scheduler.cache import SchedulerCache
 from drasched.scheduler.claims import (
     ClaimEntry,
@@ -144,6 +144,24 @@ class SnapshotBuilder:
         self.config = config
         self._pods: dict[str, tuple[str, PodInfo]] = {}
         self._class_memo = ClassMatchMemo()
+        self._pools: PoolIndex | None = None
+        self._pools_of: tuple[int, int, int] = (0, -1, -1)
+        """(cache id, slice generation, node generation) the pool index was built for / checked at."""
+
+    def _pool_index(self, cache: SchedulerCache) -> PoolIndex:
+        """The pools of every ResourceSlice, rebuilt only when a slice changed.
+
+        Parsing every device of every slice was most of a cycle's cost in a cluster whose
+        slices rarely change; the index is read-only for the cycle, apart from its per-node
+        views, which are dropped when a node changes (labels decide what a node sees).
+        """
+        seen = (id(cache), cache.kind_generation(kinds.RESOURCE_SLICE), cache.kind_generation(kinds.NODE))
+        if self._pools is None or self._pools_of[:2] != seen[:2]:
+            self._pools = PoolIndex(list(cache.objects(kinds.RESOURCE_SLICE).values()))
+        elif self._pools_of[2] != seen[2]:
+            self._pools.forget_nodes()
+        self._pools_of = seen
+        return self._pools
 
     def _pod_infos(self, cache: SchedulerCache, prio: dict[str, int]) -> dict[str, PodInfo]:
         out: dict[str, PodInfo] = {}
@@ -174,7 +192,7 @@ class SnapshotBuilder:
         claims: dict[str, ClaimInfo] = {}
         state = AllocatedState()
         slices = cache.objects(kinds.RESOURCE_SLICE)
-        allocator = Allocator(classes, list(slices.values()), state)
+        allocator = Allocator(classes, (), state, index=self._pool_index(cache))
         accounting.devices = allocator.index.devices_by_id
         for key, obj in cache.objects(kinds.RESOURCE_CLAIM).items():
             info = build_claim_info(key, obj, assumed_alloc.get(key), assumed_res.get(key, []), accounting)

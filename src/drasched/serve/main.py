@@ -40,12 +40,17 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
     if enable_claim_controller:
         from drasched.controllers.resourceclaim import ResourceClaimController
 
-        controllers.append(ResourceClaimController())
+        controllers.append(ResourceClaimController(workers=WRITE_WORKERS))
     # In a cluster only pods naming drasched are ours (the config's schedulerNames), unlike simulate.
-    controllers += [SchedulerController(load_config(config_path), claim_wait_grace=CLAIM_WAIT_GRACE),
-                    BinderController()]
+    controllers += [SchedulerController(load_config(config_path), claim_wait_grace=CLAIM_WAIT_GRACE,
+                                        write_workers=WRITE_WORKERS),
+                    BinderController(workers=WRITE_WORKERS)]
     return controllers
 
+
+WRITE_WORKERS = 16
+"""Requests a controller keeps in flight to the API server at once (its writes are
+independent round trips: one after another, a loop would run at the server's latency)."""
 
 CLAIM_WAIT_GRACE = 30.0
 """Seconds a new pod may wait for its template claims before the scheduler says so (see

@@ -50,7 +50,8 @@ def test_three_container_pod_gets_one_claim_per_template_entry() -> None:
     statuses = get_pod(ctx, "trainer")["status"]["resourceClaimStatuses"]
     assert statuses == [{"name": e, "resourceClaimName": by_entry[e]["metadata"]["name"]}
                         for e in ("gpu-0", "gpu-1", "rdma")]
-    assert len(events(ctx, "CreatedResourceClaim", "trainer")) == 3
+    assert len([d for d in ctx.decisions if d.action == "create"]) == 3
+    assert not events(ctx, "FailedResourceClaimCreation")  # as upstream: no Event for a successful create
 
 
 def test_long_names_are_truncated_as_upstream() -> None:
@@ -89,7 +90,7 @@ def test_adopts_claim_created_before_a_crash() -> None:
     assert get_pod(ctx, "p")["status"]["resourceClaimStatuses"] == [{"name": "gpu", "resourceClaimName":
                                                                       "p-gpu-abcde"}]
     assert len(events(ctx, "AdoptedResourceClaim", "p")) == 1
-    assert not events(ctx, "CreatedResourceClaim")
+    assert not [d for d in ctx.decisions if d.action == "create"]
 
 
 def test_does_not_adopt_claims_of_another_owner_or_entry() -> None:

@@ -144,3 +144,24 @@ def test_unchanged_pods_are_not_parsed_again() -> None:
     second = w.snapshot()
     assert second.pods["default/p"] is first.pods["default/p"]
     assert second.pods["default/q"] is not first.pods["default/q"]
+
+
+def test_pools_are_parsed_again_only_when_a_slice_changes_and_follow_node_labels() -> None:
+    selected = resource_slice("a", 2)
+    del selected["spec"]["nodeName"]  # a pool for the nodes labelled rack=r1 (upstream nodeSelector)
+    selected["spec"]["nodeSelector"] = {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "rack", "operator": "In", "values": ["r1"]}]}]}
+    w = World([node("a"), node("b", labels={"rack": "r1"}), device_class(), selected])
+    first = w.snapshot()
+    row = first.class_rows[CLASS]
+    assert list(first.allocatable[row]) == [0, 2]
+    a = w.store.get(kinds.NODE, "a")  # node a joins the rack: the same pools, seen from a again
+    a["metadata"]["labels"]["rack"] = "r1"
+    w.store.update(a)
+    second = w.snapshot()
+    assert second.allocator.index is first.allocator.index
+    assert list(second.allocatable[row]) == [2, 2]
+    w.store.create(resource_slice("b", 3, driver="other.example.com"))  # a slice changed: parsed again
+    third = w.snapshot()
+    assert third.allocator.index is not first.allocator.index
+    assert list(third.allocatable[row]) == [2, 2]
