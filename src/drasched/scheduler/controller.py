@@ -7,9 +7,10 @@ by a later cycle from fresher state.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from drasched.api import kinds
 from drasched.api.errors import AlreadyExists, ApiError, NotFound
@@ -24,6 +25,8 @@ from drasched.scheduler.snapshot import Snapshot, SnapshotBuilder
 from drasched.sim.context import SimContext
 
 Obj = dict[str, Any]
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 REFUSED_BACKOFF = timedelta(minutes=1)
@@ -121,10 +124,9 @@ class SchedulerController:
                 ctx.decide(self.name, "error", placement.pod.obj, f"cannot create BindRequest: {error.message}")
         wrote |= self._evict(ctx, result)
         nominated = {pod.key: node for pod, node in result.nominations}
-        for pod, cond in result.pod_conditions:
-            if self._claim_wait_pending(ctx, pod.created, cond["message"]):
-                continue
-            wrote |= self._set_condition(ctx, pod.obj, cond, nominated.pop(pod.key, _KEEP))
+        conditions = [(pod.obj, cond, nominated.pop(pod.key, _KEEP)) for pod, cond in result.pod_conditions
+                      if not self._claim_wait_pending(ctx, pod.created, cond["message"])]
+        wrote |= any(self._each(lambda job: self._set_condition(ctx, *job), conditions))
         for pod, node in result.nominations:
             if pod.key in nominated:
                 wrote |= self._patch_status(ctx, pod.obj, {"nominatedNodeName": node})
@@ -146,6 +148,14 @@ class SchedulerController:
         wrote |= self._group_events(ctx, snap, result)
         return wrote
 
+    def _each(self, write: Callable[[_T], _R], jobs: list[_T]) -> list[_R]:
+        """``write`` each job, ``write_workers`` at a time; the results in order."""
+        if self.write_workers <= 1 or len(jobs) <= 1:
+            return [write(j) for j in jobs]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.write_workers, thread_name_prefix="scheduler-write")
+        return list(self._pool.map(write, jobs))
+
     def _create_all(self, store: Any, objs: list[Obj], tags: list[Any]) -> list[tuple[Obj, Any, ApiError | None]]:
         """Create ``objs`` (``write_workers`` at a time); each with its tag and its error, in order."""
         def one(obj: Obj) -> ApiError | None:
@@ -155,13 +165,7 @@ class SchedulerController:
                 return exc
             return None
 
-        if self.write_workers <= 1 or len(objs) <= 1:
-            errors = [one(o) for o in objs]
-        else:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.write_workers, thread_name_prefix="scheduler-write")
-            errors = list(self._pool.map(one, objs))
-        return list(zip(objs, tags, errors, strict=True))
+        return list(zip(objs, tags, self._each(one, objs), strict=True))
 
     def close(self) -> None:
         """Stop the write workers (serve mode)."""
@@ -170,14 +174,15 @@ class SchedulerController:
             self._pool = None
 
     def _claim_wait_pending(self, ctx: SimContext, created: str, message: str) -> bool:
-        """Whether to hold back "waiting for a ResourceClaim to be created from template" for now.
+        """Whether to hold back "waiting for a ResourceClaim to be created [from template]" for now.
 
         In a cluster the claim controller runs beside the scheduler, so the scheduler sees
-        most new pods a moment before their claims exist; writing a condition and an Event
-        for each would double the API writes per pod for a state that lasts milliseconds
+        most new pods a moment before their claims exist, and the claim's watch event can
+        arrive after the pod status that names it; writing a condition and an Event for
+        each would double the API writes per pod for a state that lasts milliseconds
         (upstream's scheduler holds such pods back without a status write).
         """
-        if self.claim_wait_grace is None or "to be created from template" not in message or not created:
+        if self.claim_wait_grace is None or " to be created" not in message or not created:
             return False
         due = parse_time(created) + timedelta(seconds=self.claim_wait_grace)
         if ctx.now() >= due:

@@ -56,3 +56,18 @@ def test_without_a_grace_period_the_wait_is_written_at_once_as_embedded() -> Non
     ctx, _ = _setup()
     SchedulerController(SchedulerConfig()).reconcile(ctx)
     assert "to be created from template" in (_condition(ctx) or "")
+
+
+def test_a_recorded_claim_not_yet_seen_is_held_back_too() -> None:
+    """The pod status names its claim, but the claim's watch event has not arrived yet."""
+    ctx, _ = _setup()
+    ctx.store.patch(kinds.POD, "p", "default",
+                    {"status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x1y2z"}]}},
+                    subresource="status")
+    sched = SchedulerController(SchedulerConfig(), claim_wait_grace=30.0)
+    sched.reconcile(ctx)
+    assert _condition(ctx) is None
+    ctx.clock.advance(31)
+    ctx.store.patch(kinds.NODE, "n1", None, {"metadata": {"labels": {"touched": "yes"}}})
+    sched.reconcile(ctx)
+    assert "waiting for ResourceClaim default/p-gpu-x1y2z to be created" in (_condition(ctx) or "")
