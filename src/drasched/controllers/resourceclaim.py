@@ -176,6 +176,11 @@ class ResourceClaimController:
                 self._in_flight[_uid(pod)] = self._pool.submit(self._guarded, self._sync_pod, pod)
         return progress
 
+    def creating(self, pod_uid: str) -> bool:
+        """Whether a worker holds this pod: its claims are being created (serve mode)."""
+        future = self._in_flight.get(pod_uid)
+        return future is not None and not future.done()
+
     def close(self) -> None:
         """Stop the workers (serve mode)."""
         if self._pool is not None:
