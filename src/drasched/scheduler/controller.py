@@ -54,6 +54,8 @@ class SchedulerController:
         the API server, one after another they would cap a cycle at the server's latency;
         embedded: 1, in order, so a run is deterministic)."""
         self._pool: ThreadPoolExecutor | None = None
+        self._waiting_since: dict[tuple[str, str], datetime] = {}
+        """(pod uid, message) -> the first cycle that saw the pod wait for a claim to be created."""
         """``drasched serve``: seconds a new pod may wait for the claim controller to create its
         template claims before it is marked unschedulable for that (None: at once, as embedded)."""
         self.base_config = config or SchedulerConfig.embedded()
@@ -128,6 +130,8 @@ class SchedulerController:
                 ctx.decide(self.name, "error", placement.pod.obj, f"cannot create BindRequest: {error.message}")
         wrote |= self._evict(ctx, result)
         nominated = {pod.key: node for pod, node in result.nominations}
+        still = {(pod.uid, cond["message"]) for pod, cond in result.pod_conditions}
+        self._waiting_since = {k: t for k, t in self._waiting_since.items() if k in still}
         conditions = [(pod.obj, cond, nominated.pop(pod.key, _KEEP)) for pod, cond in result.pod_conditions
                       if not self._claim_wait_pending(ctx, pod.uid, pod.created, cond["message"])]
         wrote |= any(self._each(lambda job: self._set_condition(ctx, *job), conditions))
@@ -190,7 +194,10 @@ class SchedulerController:
             return False
         if self.claims_in_progress is not None and self.claims_in_progress(uid):
             return True  # our own claim controller is creating them right now: no deadline while it works
-        due = parse_time(created) + timedelta(seconds=self.claim_wait_grace)
+        # The grace runs from whichever is later: the pod's creation, or the first cycle
+        # that saw it wait for this (a claim recorded just now is a watch event away).
+        since = max(parse_time(created), self._waiting_since.setdefault((uid, message), ctx.now()))
+        due = since + timedelta(seconds=self.claim_wait_grace)
         if ctx.now() >= due:
             return False
         ctx.wake_at(due)
