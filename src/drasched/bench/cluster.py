@@ -196,7 +196,7 @@ def _start_scheduler(kind: str, kubeconfig: str, workdir: Path, profile: bool = 
         cmd = [sys.executable, "-m", "drasched.cli", "serve", "--kubeconfig", kubeconfig, "--enable-claim-controller",
                "--no-leader-elect", "--metrics-port", "0", "--bind-address", "127.0.0.1", "--period", "0.05"]
         if profile:  # py-spy samples of the thread holding the GIL: where the CPU goes
-            cmd = ["py-spy", "record", "--format", "raw", "--gil", "--threads", "--rate", "200",
+            cmd = ["py-spy", "record", "--format", "raw", "--gil", "--threads", "--rate", "50",
                    "--output", str(workdir / "drasched.pyspy.txt"), "--", *cmd]
         return [subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)]
     from drasched.testing.apiserver import KUBE_VERSION, REPO_ROOT, cache_dir

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import heapq
 import logging
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
@@ -55,6 +56,9 @@ class BinderController:
         self._submitted: dict[_Key, str | None] = {}
         """The resourceVersion each request was last handed to a worker at (serve mode)."""
         self._retry_at: dict[_Key, datetime | None] = {}
+        self._retries: list[tuple[datetime, _Key]] = []
+        self._ready: set[_Key] = set()
+        """Requests to look at in the next round: new or changed in the feed, back from a worker."""
 
     def _binder_for(self, ctx: SimContext) -> Binder:
         if self._binder is None or self._store is not ctx.store:
@@ -104,7 +108,7 @@ class BinderController:
             return
         self._cursor = delta.cursor
         if delta.full is not None:
-            self._pending, self._cached = set(), {}
+            self._pending, self._cached, self._ready = set(), {}, set()
             changed: dict[_Key, Any] = dict(delta.full)
         else:
             changed = dict(delta.changed)
@@ -117,6 +121,7 @@ class BinderController:
             else:
                 self._pending.add(key)
                 self._cached[key] = br
+                self._ready.add(key)
 
     def reconcile(self, ctx: SimContext) -> bool:
         binder = self._binder_for(ctx)
@@ -138,12 +143,15 @@ class BinderController:
         return progressed
 
     def _reconcile_parallel(self, ctx: SimContext, binder: Binder) -> bool:
-        """Hand every pending request to the workers once, without waiting for them (a work queue).
+        """Hand pending requests to the workers without waiting for them (a work queue).
 
         A round only submits: a bind that takes many round trips never holds up the ones
-        that arrive after it. Each request is in one worker at a time, and is submitted
-        again only when the feed shows it changed (a retry recorded, a replacement) or its
-        backoff ends, never because the watch has not yet caught up with our own write.
+        that arrive after it. A round looks only at requests that are new or changed in the
+        feed, whose worker finished, or whose backoff ended, so its cost follows the
+        changes, not the number of requests pending. Each request is in one worker at a
+        time, and is submitted again only when the feed shows it changed (a retry recorded,
+        a replacement) or its backoff ends, never because the watch has not yet caught up
+        with our own write.
         """
         now = ctx.now()
         progressed = False
@@ -151,20 +159,25 @@ class BinderController:
             if not future.done():
                 continue
             del self._in_flight[key]
+            self._ready.add(key)  # look again: it may have changed while the worker had it
             if future.exception() is not None:  # process() handles API errors; this is a bug: retry later
                 log.error("bind %s/%s: %s", *key, future.exception())
-                self._retry_at[key] = now + timedelta(seconds=1)
-                ctx.wake_at(now + timedelta(seconds=1))
+                self._later(ctx, key, now + timedelta(seconds=1))
                 continue
             out = future.result()
             if out is not None:
                 progressed = True
-                self._retry_at[key] = out.retry_at
                 if out.retry_at is not None:
-                    ctx.wake_at(out.retry_at)
+                    self._later(ctx, key, out.retry_at)
+        while self._retries and self._retries[0][0] <= now:
+            _, key = heapq.heappop(self._retries)
+            due_at = self._retry_at.get(key)
+            if due_at is not None and due_at <= now:  # not superseded by a later backoff
+                self._ready.add(key)
+        ready, self._ready = self._ready, set()
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="binder")
-        for key in sorted(self._pending):
+        for key in sorted(ready & self._pending):
             if key in self._in_flight:
                 continue
             br = self._cached[key]
@@ -174,12 +187,18 @@ class BinderController:
                 continue  # already tried at this version: wait for the feed or the backoff
             due = binder.not_before(br)
             if due is not None and due > now:
-                ctx.wake_at(due)
+                self._later(ctx, key, due)
                 continue
             self._submitted[key] = rv
             self._retry_at.pop(key, None)
             self._in_flight[key] = self._pool.submit(binder.process, clone(br), now)
         return progressed
+
+    def _later(self, ctx: SimContext, key: _Key, when: datetime) -> None:
+        """Look at ``key`` again at ``when`` (a backoff)."""
+        self._retry_at[key] = when
+        heapq.heappush(self._retries, (when, key))
+        ctx.wake_at(when)
 
     def close(self) -> None:
         """Stop the bind workers (serve mode)."""
