@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -116,7 +116,6 @@ class ResourceClaimController:
         status write, round trips that one after another cap the pass at the server's latency;
         embedded: 1, in order, so a run is deterministic)."""
         self._pool: ThreadPoolExecutor | None = None
-        self._in_flight: dict[str, Future[bool]] = {}
         self._quiet_pods: dict[str, tuple[Obj | None, ...]] = {}
         self._quiet_claims: dict[str, tuple[Obj | None, ...]] = {}
         """By uid: the inputs (by identity) with which the last pass found nothing to do."""
@@ -153,36 +152,29 @@ class ResourceClaimController:
         for claim in list(self.claims.values()):
             progress |= self._unless_quiet(quiet, self._quiet_claims, self._sync_claim, claim,
                                            self._claim_inputs(claim))
-        self._again = progress or bool(self._in_flight)  # workers still busy: look again
+        self._again = progress
         return progress
 
     def _sync_pods(self, pods: list[Obj]) -> bool:
         """The pod pass.
 
         With ``workers``, pods with a template entry not yet recorded in their status (a
-        claim to create: all the writes of a busy cluster) go to the workers without being
-        waited for, as a work queue: the scheduler, which runs next in the same thread,
-        is not held up by them. Each such pod is with one worker at a time and touches
-        only its own claims; a worker's writes are seen by the next pass.
+        claim to create: all the writes of a busy cluster) are synced side by side, each
+        touching only its own claims; the pass waits for them, so the scheduler, next in
+        the same thread, sees the whole burst's claims at once and places it in one cycle
+        (handing them over piecemeal measured slower: many small cycles cost more than a
+        few large ones).
         """
         quiet, self._quiet_pods = self._quiet_pods, {}
-        if self.workers <= 1:
-            return any([self._guarded(self._sync_pod, p) if _unrecorded_template_entry(p) else
-                        self._unless_quiet(quiet, self._quiet_pods, self._sync_pod, p, self._pod_inputs(p))
-                        for p in pods])
-        progress = False
-        for uid, future in list(self._in_flight.items()):
-            if future.done():
-                del self._in_flight[uid]
-                progress |= future.exception() is None and bool(future.result())
+        settled = [p for p in pods if not _unrecorded_template_entry(p)]
+        new = [p for p in pods if _unrecorded_template_entry(p)]
+        progress = any([self._unless_quiet(quiet, self._quiet_pods, self._sync_pod, p, self._pod_inputs(p))
+                        for p in settled])
+        if self.workers <= 1 or len(new) <= 1:
+            return any([self._guarded(self._sync_pod, p) for p in new]) or progress
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="claim-controller")
-        for pod in pods:
-            if not _unrecorded_template_entry(pod):
-                progress |= self._unless_quiet(quiet, self._quiet_pods, self._sync_pod, pod, self._pod_inputs(pod))
-            elif _uid(pod) not in self._in_flight:
-                self._in_flight[_uid(pod)] = self._pool.submit(self._guarded, self._sync_pod, pod)
-        return progress
+        return any(list(self._pool.map(lambda p: self._guarded(self._sync_pod, p), new))) or progress
 
     def _unless_quiet(self, last: dict[str, tuple[Obj | None, ...]], now: dict[str, tuple[Obj | None, ...]],
                       sync: Callable[[Obj], bool], obj: Obj, inputs: tuple[Obj | None, ...]) -> bool:
@@ -228,11 +220,6 @@ class ResourceClaimController:
                 name = str(ref.get("name", ""))
                 inputs.append(self.pods.get(name, ns) if ref.get("kind") == "Pod" else self.groups.get(name, ns))
         return tuple(inputs)
-
-    def creating(self, pod_uid: str) -> bool:
-        """Whether a worker holds this pod: its claims are being created (serve mode)."""
-        future = self._in_flight.get(pod_uid)
-        return future is not None and not future.done()
 
     def close(self) -> None:
         """Stop the workers (serve mode)."""

@@ -43,12 +43,8 @@ class SchedulerController:
     name = "scheduler"
 
     def __init__(self, config: SchedulerConfig | None = None, *, claim_wait_grace: float | None = None,
-                 write_workers: int = 1, claims_in_progress: Callable[[str], bool] | None = None) -> None:
+                 write_workers: int = 1) -> None:
         self.claim_wait_grace = claim_wait_grace
-        self.claims_in_progress = claims_in_progress
-        """``drasched serve --enable-claim-controller``: whether the in-process claim controller
-        is creating a pod's claims (by pod uid). While it is, the pod waits without a
-        condition however long its backlog is; the grace period covers the rest."""
         self.write_workers = write_workers
         """Writes in flight at once (``drasched serve``: a cycle's creates are round trips to
         the API server, one after another they would cap a cycle at the server's latency;
@@ -192,8 +188,6 @@ class SchedulerController:
         """
         if self.claim_wait_grace is None or " to be created" not in message or not created:
             return False
-        if self.claims_in_progress is not None and self.claims_in_progress(uid):
-            return True  # our own claim controller is creating them right now: no deadline while it works
         # The grace runs from whichever is later: the pod's creation, or the first cycle
         # that saw it wait for this (a claim recorded just now is a watch event away).
         since = max(parse_time(created), self._waiting_since.setdefault((uid, message), ctx.now()))

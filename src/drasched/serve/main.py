@@ -37,16 +37,13 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
     from drasched.scheduler.controller import SchedulerController
 
     controllers: list[Controller] = []
-    creating = None
     if enable_claim_controller:
         from drasched.controllers.resourceclaim import ResourceClaimController
 
-        claim_controller = ResourceClaimController(workers=WRITE_WORKERS)
-        creating = claim_controller.creating
-        controllers.append(claim_controller)
+        controllers.append(ResourceClaimController(workers=WRITE_WORKERS))
     # In a cluster only pods naming drasched are ours (the config's schedulerNames), unlike simulate.
     controllers += [SchedulerController(load_config(config_path), claim_wait_grace=CLAIM_WAIT_GRACE,
-                                        write_workers=WRITE_WORKERS, claims_in_progress=creating),
+                                        write_workers=WRITE_WORKERS),
                     BinderController(workers=WRITE_WORKERS)]
     return controllers
 

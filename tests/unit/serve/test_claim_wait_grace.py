@@ -73,25 +73,6 @@ def test_a_recorded_claim_not_yet_seen_is_held_back_too() -> None:
     assert "waiting for ResourceClaim default/p-gpu-x1y2z to be created" in (_condition(ctx) or "")
 
 
-def test_no_deadline_while_the_in_process_claim_controller_is_creating_the_claims() -> None:
-    """A burst of pods can keep the claim controller busy past the grace period: no condition
-    is written for a pod it is still working on, and the grace runs once it is not."""
-    ctx, _ = _setup()
-    busy = {"yes": True}
-    sched = SchedulerController(SchedulerConfig(), claim_wait_grace=30.0, claims_in_progress=lambda uid: busy["yes"])
-    ctx.clock.advance(120)
-    sched.reconcile(ctx)
-    assert _condition(ctx) is None
-    busy["yes"] = False  # it gave up on this pod: the grace period starts now
-    ctx.store.patch(kinds.NODE, "n1", None, {"metadata": {"labels": {"touched": "yes"}}})
-    sched.reconcile(ctx)
-    assert _condition(ctx) is None
-    ctx.clock.advance(31)
-    ctx.store.patch(kinds.NODE, "n1", None, {"metadata": {"labels": {"touched": "again"}}})
-    sched.reconcile(ctx)
-    assert "to be created from template" in (_condition(ctx) or "")
-
-
 def test_the_grace_runs_from_the_first_cycle_that_saw_the_wait() -> None:
     """A pod older than the grace period whose claim was just recorded is not marked at once."""
     ctx, _ = _setup()
