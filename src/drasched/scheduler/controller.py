@@ -43,8 +43,14 @@ class SchedulerController:
     name = "scheduler"
 
     def __init__(self, config: SchedulerConfig | None = None, *, claim_wait_grace: float | None = None,
-                 write_workers: int = 1) -> None:
+                 write_workers: int = 1, idle_cycle_period: float | None = None) -> None:
         self.claim_wait_grace = claim_wait_grace
+        self.idle_cycle_period = idle_cycle_period
+        """``drasched serve``: while every pod of ours is bound, finished or placed by a live
+        BindRequest, changes (the binder's own writes, mostly) start a cycle at most this
+        often; it would only refresh queue statuses. Embedded: None, a cycle per change."""
+        self._last_cycle: datetime | None = None
+        self._refresh_at: datetime | None = None
         self.write_workers = write_workers
         """Writes in flight at once (``drasched serve``: a cycle's creates are round trips to
         the API server, one after another they would cap a cycle at the server's latency;
@@ -70,8 +76,17 @@ class SchedulerController:
     def reconcile(self, ctx: SimContext) -> bool:
         now = ctx.now()
         due = self._wake is not None and now >= self._wake
-        if not self.cache.sync(ctx.store) and not due:
+        refresh = self._refresh_at is not None and now >= self._refresh_at
+        if not self.cache.sync(ctx.store) and not due and not refresh:
             return False
+        if self.idle_cycle_period is not None and not due and self._last_cycle is not None \
+                and not self._has_unplaced_pods():
+            next_cycle = self._last_cycle + timedelta(seconds=self.idle_cycle_period)
+            if now < next_cycle:  # nothing to place: only queue statuses would change
+                self._refresh_at = next_cycle
+                ctx.wake_at(next_cycle)
+                return False
+        self._refresh_at, self._last_cycle = None, now
         self._load_config(ctx)
         snap = self.builder.build(self.cache)
         self._refused = {uid: until for uid, until in self._refused.items() if until > now}
@@ -82,6 +97,21 @@ class SchedulerController:
         if result.wake_at is not None:
             ctx.wake_at(result.wake_at)
         return self._write(ctx, snap, result)
+
+    def _has_unplaced_pods(self) -> bool:
+        """Whether a pod of ours is neither bound, finished, being deleted, nor placed by a
+        live BindRequest (named after it, for its uid): the only pods a cycle can place."""
+        brs = self.cache.objects(kinds.BIND_REQUEST)
+        for key, pod in self.cache.objects(kinds.POD).items():
+            spec, md = pod.get("spec") or {}, pod.get("metadata") or {}
+            if spec.get("nodeName") or md.get("deletionTimestamp") or not self.config.schedules(
+                    spec.get("schedulerName")) or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            br = brs.get(key)
+            if br is None or (br.get("status") or {}).get("phase") == "Failed" \
+                    or (br.get("spec") or {}).get("podUID") not in (None, "", md.get("uid")):
+                return True
+        return False
 
     def _load_config(self, ctx: SimContext) -> None:
         """Apply the ConfigMap's configuration when it changes; a bad one is reported and ignored."""

@@ -43,7 +43,7 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
         controllers.append(ResourceClaimController(workers=WRITE_WORKERS))
     # In a cluster only pods naming drasched are ours (the config's schedulerNames), unlike simulate.
     controllers += [SchedulerController(load_config(config_path), claim_wait_grace=CLAIM_WAIT_GRACE,
-                                        write_workers=WRITE_WORKERS),
+                                        write_workers=WRITE_WORKERS, idle_cycle_period=IDLE_CYCLE_PERIOD),
                     BinderController(workers=WRITE_WORKERS)]
     return controllers
 
@@ -51,6 +51,9 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
 WRITE_WORKERS = 16
 """Requests a controller keeps in flight to the API server at once (its writes are
 independent round trips: one after another, a loop would run at the server's latency)."""
+
+IDLE_CYCLE_PERIOD = 5.0
+"""Seconds between cycles while no pod waits to be placed (see ``SchedulerController``)."""
 
 CLAIM_WAIT_GRACE = 30.0
 """Seconds a new pod may wait for its template claims before the scheduler says so (see

@@ -1,0 +1,59 @@
+"""Serve mode: while nothing waits to be placed, changes start a cycle at most every few seconds."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from drasched.api import kinds
+from drasched.scheduler.config import SchedulerConfig
+from drasched.scheduler.controller import SchedulerController
+from drasched.sim.clock import VirtualClock
+from drasched.sim.context import SimContext
+from drasched.store.memory import MemoryStore
+
+
+def _pod(name: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"schedulerName": "drasched", "containers": [{"name": "c", "image": "i"}]}}
+
+
+def _touch(ctx: SimContext, value: str) -> None:
+    ctx.store.patch(kinds.NODE, "n1", None, {"metadata": {"labels": {"touched": value}}})
+
+
+def test_changes_with_nothing_to_place_wait_for_the_idle_period_new_pods_do_not() -> None:
+    clock = VirtualClock()
+    ctx = SimContext(MemoryStore(clock=clock.now, auto_namespaces=True), clock)
+    ctx.store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+                      "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}})
+    ctx.store.create(_pod("a"))
+    sched = SchedulerController(SchedulerConfig(), idle_cycle_period=5.0)
+    assert sched.reconcile(ctx) and sched.cycles == 1  # placed: a BindRequest for a
+    assert ctx.store.get(kinds.BIND_REQUEST, "a", "default")["spec"]["selectedNode"] == "n1"
+
+    _touch(ctx, "1")  # a is placed by a live BindRequest: nothing waits
+    assert not sched.reconcile(ctx) and sched.cycles == 1
+    assert ctx.next_wakeup() == clock.now() + timedelta(seconds=5)
+    clock.advance(5)
+    sched.reconcile(ctx)
+    assert sched.cycles == 2  # the refresh (queue statuses) comes at the end of the period
+
+    _touch(ctx, "2")
+    assert not sched.reconcile(ctx) and sched.cycles == 2
+    ctx.store.create(_pod("b"))  # a pod to place: a cycle at once
+    sched.reconcile(ctx)
+    assert sched.cycles == 3
+    assert ctx.store.get(kinds.BIND_REQUEST, "b", "default")["spec"]["selectedNode"] == "n1"
+
+
+def test_embedded_runs_a_cycle_per_change() -> None:
+    clock = VirtualClock()
+    ctx = SimContext(MemoryStore(clock=clock.now, auto_namespaces=True), clock)
+    ctx.store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+                      "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}})
+    ctx.store.create(_pod("a"))
+    sched = SchedulerController(SchedulerConfig())
+    sched.reconcile(ctx)
+    _touch(ctx, "1")
+    sched.reconcile(ctx)
+    assert sched.cycles == 2
