@@ -48,7 +48,7 @@ from typing import Any
 import pytest
 
 from drasched.api import kinds
-from drasched.serve.main import build_controllers, run
+from drasched.serve.main import IDLE_CYCLE_PERIOD, build_controllers, run
 from drasched.store.kube import KubeStore
 from drasched.testing.apiserver import LocalCluster, ensure_namespace
 from tests.scenarios.runner import Scenario, check_expectations, load_scenario
@@ -68,8 +68,9 @@ CASES = [
     "binder/claim-allocated-elsewhere-rolls-back.yaml",  # binder conflict and rollback
     "binder/bind-claims-and-extended-resources.yaml",  # extended-resource claim written by the binder
 ]
-QUIET_SECONDS = 2.0
-"""The cluster counts as settled once nothing in it changed for this long."""
+QUIET_SECONDS = IDLE_CYCLE_PERIOD + 1.0
+"""The cluster counts as settled once nothing in it changed for this long: longer than the
+scheduler's idle period, after which it refreshes queue statuses once more."""
 SETTLE_TIMEOUT = 90.0
 WATCHED_FOR_QUIET = (kinds.POD, kinds.RESOURCE_CLAIM, kinds.BIND_REQUEST, kinds.QUEUE, kinds.POD_GROUP, kinds.EVENT)
 DROPPED_METADATA = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")

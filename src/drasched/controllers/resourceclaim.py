@@ -166,8 +166,10 @@ class ResourceClaimController:
         few large ones).
         """
         quiet, self._quiet_pods = self._quiet_pods, {}
-        settled = [p for p in pods if not _unrecorded_template_entry(p)]
-        new = [p for p in pods if _unrecorded_template_entry(p)]
+        new: list[Obj] = []
+        settled: list[Obj] = []
+        for p in pods:
+            (new if _unrecorded_template_entry(p) else settled).append(p)
         progress = any([self._unless_quiet(quiet, self._quiet_pods, self._sync_pod, p, self._pod_inputs(p))
                         for p in settled])
         if self.workers <= 1 or len(new) <= 1:

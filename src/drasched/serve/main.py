@@ -48,7 +48,7 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
     return controllers
 
 
-WRITE_WORKERS = 16
+WRITE_WORKERS = 6
 """Requests a controller keeps in flight to the API server at once (its writes are
 independent round trips: one after another, a loop would run at the server's latency)."""
 
@@ -169,7 +169,7 @@ def run(
     return loops
 
 
-SWITCH_INTERVAL = 0.0005
+SWITCH_INTERVAL = 0.005
 """The GIL switch interval while controllers run in threads (see ``_run_threaded``)."""
 
 BUSY_FACTOR = 2.0
