@@ -195,8 +195,9 @@ def _run_threaded(
     min_round_interval: float,
 ) -> int:
     # A thread back from the network waits for the GIL until the thread holding it has run
-    # a whole switch interval (5 ms by default). With a scheduling cycle on the CPU, each
-    # round trip of the binder or the claim controller would cost that much extra.
+    # a whole switch interval. A shorter one than the default 5 ms cut each round trip's
+    # wait, but with a few dozen threads the extra handovers cost more CPU than they saved
+    # (BENCHMARKS.md): SWITCH_INTERVAL only caps an interval set higher elsewhere.
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(min(switch_interval, SWITCH_INTERVAL))
     informers = SharedInformers(raw_store, watch_timeout=watch_timeout)
