@@ -25,9 +25,10 @@ through the ``ClusterStore`` contract, so ``drasched serve`` can run it unchange
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from drasched.api import kinds
@@ -80,6 +81,8 @@ class ControllerContext(Protocol):
 
     def decide(self, controller: str, action: str, obj: Obj | str, message: str) -> None: ...
 
+    def wake_at(self, when: datetime) -> None: ...
+
 
 def _md(obj: Obj) -> dict[str, Any]:
     return obj.get("metadata") or {}
@@ -110,8 +113,21 @@ class ResourceClaimController:
 
     name = "resourceclaim-controller"
 
-    def __init__(self, *, workers: int = 1) -> None:
+    def __init__(self, *, workers: int = 1, batch: int = 0, resync: float | None = None) -> None:
         self.workers = workers
+        self.batch = batch
+        """With ``workers``: at most this many pods get their claims in one pass, oldest first
+        (0: all). The scheduler, next in the same thread, can place the first of a burst
+        while the rest still wait for theirs."""
+        self._more = False
+        self.resync = resync
+        """``drasched serve``: seconds between whole passes while no new pod needs a claim
+        (None: a whole pass on every change, as embedded). In a busy cluster something
+        changes every few milliseconds (the binder's own writes), and a whole pass over
+        thousands of pods and claims each time cost more CPU than everything else; new pods
+        still get their claims at once, releases and deletions wait at most this long."""
+        self._last_pass: float | None = None
+        self._dirty = False
         """Pods whose claims are created at once (``drasched serve``: each is a create and a pod
         status write, round trips that one after another cap the pass at the server's latency;
         embedded: 1, in order, so a run is deterministic)."""
@@ -139,8 +155,18 @@ class ResourceClaimController:
         """One pass; True when it wrote anything (the runner then calls again)."""
         self._attach(ctx.store)
         changed = [inf.sync() for inf in (self.pods, self.claims, self.templates, self.groups)]
-        if not any(changed) and not self._again:
+        new_pods = self._new_pods_changed()
+        if not any(changed) and not self._again and not self._dirty:
             return False
+        if self.resync is not None and not self._again and not new_pods:
+            now = time.monotonic()
+            due = self._last_pass is None or now - self._last_pass >= self.resync
+            if not due:
+                self._dirty = True
+                assert self._last_pass is not None
+                ctx.wake_at(ctx.now() + timedelta(seconds=self._last_pass + self.resync - now))
+                return False
+        self._last_pass, self._dirty = time.monotonic(), False
         self.ctx = ctx
         self.store = ctx.store
         self._index()
@@ -152,8 +178,19 @@ class ResourceClaimController:
         for claim in list(self.claims.values()):
             progress |= self._unless_quiet(quiet, self._quiet_claims, self._sync_claim, claim,
                                            self._claim_inputs(claim))
-        self._again = progress
+        self._again = progress or self._more
         return progress
+
+    def _new_pods_changed(self) -> bool:
+        """Whether a pod that changed since the last look has a template claim to create."""
+        keys = self.pods.take_changed()
+        if keys is None:
+            return True
+        for ns, name in keys:
+            pod = self.pods.get(name, ns)
+            if pod is not None and _unrecorded_template_entry(pod):
+                return True
+        return False
 
     def _sync_pods(self, pods: list[Obj]) -> bool:
         """The pod pass.
@@ -174,6 +211,10 @@ class ResourceClaimController:
                         for p in settled])
         if self.workers <= 1 or len(new) <= 1:
             return any([self._guarded(self._sync_pod, p) for p in new]) or progress
+        self._more = 0 < self.batch < len(new)
+        if self._more:
+            new.sort(key=lambda p: (_md(p).get("creationTimestamp") or "", _ns(p), _name(p)))
+            new = new[:self.batch]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="claim-controller")
         return any(list(self._pool.map(lambda p: self._guarded(self._sync_pod, p), new))) or progress

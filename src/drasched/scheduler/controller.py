@@ -45,6 +45,8 @@ class SchedulerController:
     def __init__(self, config: SchedulerConfig | None = None, *, claim_wait_grace: float | None = None,
                  write_workers: int = 1, idle_cycle_period: float | None = None) -> None:
         self.claim_wait_grace = claim_wait_grace
+        """``drasched serve``: seconds a pod may wait for the claim controller to create its
+        template claims before it is marked unschedulable for that (None: at once, as embedded)."""
         self.idle_cycle_period = idle_cycle_period
         """``drasched serve``: while every pod of ours is bound, finished or placed by a live
         BindRequest, changes (the binder's own writes, mostly) start a cycle at most this
@@ -58,8 +60,6 @@ class SchedulerController:
         self._pool: ThreadPoolExecutor | None = None
         self._waiting_since: dict[tuple[str, str], datetime] = {}
         """(pod uid, message) -> the first cycle that saw the pod wait for a claim to be created."""
-        """``drasched serve``: seconds a new pod may wait for the claim controller to create its
-        template claims before it is marked unschedulable for that (None: at once, as embedded)."""
         self.base_config = config or SchedulerConfig.embedded()
         self.config = self.base_config
         self.cache = SchedulerCache()

@@ -40,17 +40,29 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
     if enable_claim_controller:
         from drasched.controllers.resourceclaim import ResourceClaimController
 
-        controllers.append(ResourceClaimController(workers=WRITE_WORKERS))
+        controllers.append(ResourceClaimController(workers=WRITE_WORKERS, batch=CLAIM_BATCH,
+                                                   resync=CLAIM_CONTROLLER_RESYNC))
     # In a cluster only pods naming drasched are ours (the config's schedulerNames), unlike simulate.
     controllers += [SchedulerController(load_config(config_path), claim_wait_grace=CLAIM_WAIT_GRACE,
                                         write_workers=WRITE_WORKERS, idle_cycle_period=IDLE_CYCLE_PERIOD),
-                    BinderController(workers=WRITE_WORKERS)]
+                    BinderController(workers=BIND_WORKERS)]
     return controllers
 
 
 WRITE_WORKERS = 6
-"""Requests a controller keeps in flight to the API server at once (its writes are
-independent round trips: one after another, a loop would run at the server's latency)."""
+"""Requests the scheduler and the claim controller keep in flight to the API server at once
+(their writes are independent round trips: one after another, a loop would run at the
+server's latency)."""
+
+BIND_WORKERS = 16
+"""Binds in flight at once: each is several round trips in a row (claim, status, binding),
+so it takes more of them to keep a loaded API server busy."""
+
+CLAIM_BATCH = 250
+"""Pods the claim controller serves per pass in a burst (see ``ResourceClaimController``)."""
+
+CLAIM_CONTROLLER_RESYNC = 1.0
+"""Seconds between the claim controller's whole passes while no new pod needs a claim."""
 
 IDLE_CYCLE_PERIOD = 5.0
 """Seconds between cycles while no pod waits to be placed (see ``SchedulerController``)."""

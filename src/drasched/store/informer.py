@@ -501,6 +501,18 @@ class Informer:
         informers = shared_informers(store)
         self._feed = informers.feed(rt) if informers is not None else None
         self._cursor: int | None = None
+        self._changed: set[_Key] | None = None
+        """Keys added, changed or removed since :meth:`take_changed` (None: everything)."""
+
+    def take_changed(self) -> set[_Key] | None:
+        """What changed since the last call, as (namespace, name) keys; None after a relist
+        (everything may have). Our own :meth:`put` and :meth:`forget` count too."""
+        changed, self._changed = self._changed, set()
+        return changed
+
+    def _note(self, key: _Key) -> None:
+        if self._changed is not None:
+            self._changed.add(key)
 
     def sync(self) -> bool:
         """Catch up with the store; True when any object was added, changed or removed."""
@@ -517,6 +529,7 @@ class Informer:
                 if ev.type == "BOOKMARK":
                     continue
                 key = _key(ev.object)
+                self._note(key)
                 if ev.type == "DELETED":
                     changed = self._objects.pop(key, None) is not None or changed
                 else:
@@ -535,9 +548,11 @@ class Informer:
             changed = delta.full.keys() != self._objects.keys() or any(
                 self._objects[k] is not o for k, o in delta.full.items())
             self._objects = dict(delta.full)
+            self._changed = None
             return changed
         changed = False
         for key, obj in delta.changed.items():
+            self._note(key)
             if obj is None:
                 changed = self._objects.pop(key, None) is not None or changed
             elif self._objects.get(key) is not obj:
@@ -551,6 +566,7 @@ class Informer:
         changed = fresh != self._objects
         self._objects = fresh
         self._rv = result.resource_version
+        self._changed = None
         return changed
 
     def get(self, name: str, namespace: str | None = None) -> Obj | None:
@@ -567,7 +583,10 @@ class Informer:
     def put(self, obj: Obj) -> None:
         """Record the result of our own write now, before its watch event arrives."""
         self._objects[_key(obj)] = obj
+        self._note(_key(obj))
 
     def forget(self, name: str, namespace: str | None = None) -> None:
         """Drop an object we just deleted."""
-        self._objects.pop(((namespace or "") if self.rt.namespaced else "", name), None)
+        key = ((namespace or "") if self.rt.namespaced else "", name)
+        self._objects.pop(key, None)
+        self._note(key)

@@ -1,0 +1,67 @@
+"""Serve mode's claim controller serves a burst of pods in batches, oldest first."""
+
+from __future__ import annotations
+
+from drasched.api import kinds
+from drasched.controllers.resourceclaim import ResourceClaimController
+from drasched.serve.live import LiveContext
+from drasched.serve.metrics import Metrics
+from tests.unit.serve.blocking_store import BlockingStore
+
+
+def _pod(name: str, created: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "creationTimestamp": created},
+            "spec": {"containers": [{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}],
+                     "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one"}]}}
+
+
+def test_a_burst_gets_its_claims_a_batch_per_pass_oldest_first() -> None:
+    store = BlockingStore()
+    store.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                  "metadata": {"name": "one", "namespace": "default"},
+                  "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                      "deviceClassName": "gpu.example.com"}}]}}}})
+    for i, name in enumerate(["e", "d", "c", "b", "a"]):  # e is the oldest
+        store.create(_pod(name, f"2026-01-01T00:00:0{i}Z"))
+    ctrl = ResourceClaimController(workers=3, batch=2)
+    ctx = LiveContext(store, Metrics())
+
+    def served() -> list[str]:
+        pods = store.list(kinds.POD).items
+        return sorted(p["metadata"]["name"] for p in pods if (p.get("status") or {}).get("resourceClaimStatuses"))
+
+    try:
+        assert ctrl.reconcile(ctx)
+        assert served() == ["d", "e"] and len(store.list(kinds.RESOURCE_CLAIM).items) == 2
+        assert ctrl.reconcile(ctx)
+        assert served() == ["b", "c", "d", "e"]
+        ctrl.reconcile(ctx)
+        assert served() == ["a", "b", "c", "d", "e"] and len(store.list(kinds.RESOURCE_CLAIM).items) == 5
+        assert not ctrl.reconcile(ctx)  # settled: nothing more to write
+    finally:
+        ctrl.close()
+
+
+def test_with_a_resync_period_only_new_pods_start_a_pass_at_once() -> None:
+    """Serve mode: a change that creates no claim waits for the next whole pass."""
+    store = BlockingStore()
+    store.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                  "metadata": {"name": "one", "namespace": "default"},
+                  "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                      "deviceClassName": "gpu.example.com"}}]}}}})
+    store.create(_pod("a", "2026-01-01T00:00:00Z"))
+    ctrl = ResourceClaimController(resync=3600.0)
+    ctx = LiveContext(store, Metrics())
+    assert ctrl.reconcile(ctx)  # the first pass creates a's claim
+    ctrl.reconcile(ctx)
+    assert not ctrl.reconcile(ctx)
+    (claim,) = store.list(kinds.RESOURCE_CLAIM).items
+    store.patch(kinds.POD, "a", "default", {"status": {"phase": "Succeeded"}}, subresource="status")
+    assert not ctrl.reconcile(ctx)  # a finished: its claim goes at the next whole pass, not now
+    assert ctx.next_wakeup() is not None
+    assert store.list(kinds.RESOURCE_CLAIM).items
+    store.create(_pod("b", "2026-01-01T00:00:01Z"))  # a new pod: a whole pass at once
+    assert ctrl.reconcile(ctx)
+    names = sorted(c["metadata"]["name"] for c in store.list(kinds.RESOURCE_CLAIM).items)
+    assert claim["metadata"]["name"] not in names and len(names) == 1
