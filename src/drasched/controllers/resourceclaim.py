@@ -120,6 +120,8 @@ class ResourceClaimController:
         (0: all). The scheduler, next in the same thread, can place the first of a burst
         while the rest still wait for theirs."""
         self._more = False
+        self._queued: set[str] = set()
+        """Uids of the pods of a burst left for the next passes (see :meth:`queued`)."""
         self.resync = resync
         """``drasched serve``: seconds between whole passes while no new pod needs a claim
         (None: a whole pass on every change, as embedded). In a busy cluster something
@@ -203,6 +205,7 @@ class ResourceClaimController:
         few large ones).
         """
         quiet, self._quiet_pods = self._quiet_pods, {}
+        self._queued = set()
         new: list[Obj] = []
         settled: list[Obj] = []
         for p in pods:
@@ -214,7 +217,8 @@ class ResourceClaimController:
         self._more = 0 < self.batch < len(new)
         if self._more:
             new.sort(key=lambda p: (_md(p).get("creationTimestamp") or "", _ns(p), _name(p)))
-            new = new[:self.batch]
+            new, later = new[:self.batch], new[self.batch:]
+            self._queued = {_uid(p) for p in later}
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="claim-controller")
         return any(list(self._pool.map(lambda p: self._guarded(self._sync_pod, p), new))) or progress
@@ -263,6 +267,10 @@ class ResourceClaimController:
                 name = str(ref.get("name", ""))
                 inputs.append(self.pods.get(name, ns) if ref.get("kind") == "Pod" else self.groups.get(name, ns))
         return tuple(inputs)
+
+    def queued(self, pod_uid: str) -> bool:
+        """Whether this pod's claims come in a later pass of the current burst (serve mode)."""
+        return pod_uid in self._queued
 
     def close(self) -> None:
         """Stop the workers (serve mode)."""

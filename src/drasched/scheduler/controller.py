@@ -43,10 +43,14 @@ class SchedulerController:
     name = "scheduler"
 
     def __init__(self, config: SchedulerConfig | None = None, *, claim_wait_grace: float | None = None,
-                 write_workers: int = 1, idle_cycle_period: float | None = None) -> None:
+                 write_workers: int = 1, idle_cycle_period: float | None = None,
+                 claims_queued: Callable[[str], bool] | None = None) -> None:
         self.claim_wait_grace = claim_wait_grace
         """``drasched serve``: seconds a pod may wait for the claim controller to create its
         template claims before it is marked unschedulable for that (None: at once, as embedded)."""
+        self.claims_queued = claims_queued
+        """``drasched serve --enable-claim-controller``: whether the in-process claim controller
+        has this pod (by uid) queued for a later pass of a burst; its grace starts after."""
         self.idle_cycle_period = idle_cycle_period
         """``drasched serve``: while every pod of ours is bound, finished or placed by a live
         BindRequest, changes (the binder's own writes, mostly) start a cycle at most this
@@ -218,6 +222,8 @@ class SchedulerController:
         """
         if self.claim_wait_grace is None or " to be created" not in message or not created:
             return False
+        if self.claims_queued is not None and self.claims_queued(uid):
+            return True  # in the claim controller's queue: it gets its claims in a later pass
         # The grace runs from whichever is later: the pod's creation, or the first cycle
         # that saw it wait for this (a claim recorded just now is a watch event away).
         since = max(parse_time(created), self._waiting_since.setdefault((uid, message), ctx.now()))

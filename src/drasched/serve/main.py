@@ -37,14 +37,18 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
     from drasched.scheduler.controller import SchedulerController
 
     controllers: list[Controller] = []
+    queued = None
     if enable_claim_controller:
         from drasched.controllers.resourceclaim import ResourceClaimController
 
-        controllers.append(ResourceClaimController(workers=WRITE_WORKERS, batch=CLAIM_BATCH,
-                                                   resync=CLAIM_CONTROLLER_RESYNC))
+        claim_controller = ResourceClaimController(workers=WRITE_WORKERS, batch=CLAIM_BATCH,
+                                                   resync=CLAIM_CONTROLLER_RESYNC)
+        queued = claim_controller.queued
+        controllers.append(claim_controller)
     # In a cluster only pods naming drasched are ours (the config's schedulerNames), unlike simulate.
     controllers += [SchedulerController(load_config(config_path), claim_wait_grace=CLAIM_WAIT_GRACE,
-                                        write_workers=WRITE_WORKERS, idle_cycle_period=IDLE_CYCLE_PERIOD),
+                                        write_workers=WRITE_WORKERS, idle_cycle_period=IDLE_CYCLE_PERIOD,
+                                        claims_queued=queued),
                     BinderController(workers=BIND_WORKERS)]
     return controllers
 

@@ -31,13 +31,17 @@ def test_a_burst_gets_its_claims_a_batch_per_pass_oldest_first() -> None:
         pods = store.list(kinds.POD).items
         return sorted(p["metadata"]["name"] for p in pods if (p.get("status") or {}).get("resourceClaimStatuses"))
 
+    uid = {p["metadata"]["name"]: p["metadata"]["uid"] for p in store.list(kinds.POD).items}
     try:
         assert ctrl.reconcile(ctx)
         assert served() == ["d", "e"] and len(store.list(kinds.RESOURCE_CLAIM).items) == 2
+        # the rest are queued: the scheduler holds their "waiting for a claim" back meanwhile
+        assert [n for n in "abcde" if ctrl.queued(uid[n])] == ["a", "b", "c"]
         assert ctrl.reconcile(ctx)
         assert served() == ["b", "c", "d", "e"]
         ctrl.reconcile(ctx)
         assert served() == ["a", "b", "c", "d", "e"] and len(store.list(kinds.RESOURCE_CLAIM).items) == 5
+        assert not any(ctrl.queued(u) for u in uid.values())
         assert not ctrl.reconcile(ctx)  # settled: nothing more to write
     finally:
         ctrl.close()

@@ -87,3 +87,21 @@ def test_the_grace_runs_from_the_first_cycle_that_saw_the_wait() -> None:
     ctx.store.patch(kinds.NODE, "n1", None, {"metadata": {"labels": {"touched": "yes"}}})
     sched.reconcile(ctx)
     assert "waiting for ResourceClaim default/p-gpu-x1y2z to be created" in (_condition(ctx) or "")
+
+
+def test_no_deadline_while_the_claim_controller_has_the_pod_queued() -> None:
+    """A burst longer than the grace period: pods queued for a later pass are not marked."""
+    ctx, _ = _setup()
+    queued = {"yes": True}
+    sched = SchedulerController(SchedulerConfig(), claim_wait_grace=30.0, claims_queued=lambda uid: queued["yes"])
+    ctx.clock.advance(120)
+    sched.reconcile(ctx)
+    assert _condition(ctx) is None
+    queued["yes"] = False  # served, yet no claim seen: the grace period starts now
+    ctx.store.patch(kinds.NODE, "n1", None, {"metadata": {"labels": {"touched": "yes"}}})
+    sched.reconcile(ctx)
+    assert _condition(ctx) is None
+    ctx.clock.advance(31)
+    ctx.store.patch(kinds.NODE, "n1", None, {"metadata": {"labels": {"touched": "again"}}})
+    sched.reconcile(ctx)
+    assert "to be created from template" in (_condition(ctx) or "")
