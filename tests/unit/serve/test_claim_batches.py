@@ -16,12 +16,17 @@ def _pod(name: str, created: str) -> dict:
                      "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one"}]}}
 
 
-def test_a_burst_gets_its_claims_a_batch_per_pass_oldest_first() -> None:
+def _store_with_template() -> BlockingStore:
     store = BlockingStore()
     store.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
                   "metadata": {"name": "one", "namespace": "default"},
                   "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
                       "deviceClassName": "gpu.example.com"}}]}}}})
+    return store
+
+
+def test_a_burst_gets_its_claims_a_batch_per_pass_oldest_first() -> None:
+    store = _store_with_template()
     for i, name in enumerate(["e", "d", "c", "b", "a"]):  # e is the oldest
         store.create(_pod(name, f"2026-01-01T00:00:0{i}Z"))
     ctrl = ResourceClaimController(workers=3, batch=2)
@@ -49,11 +54,7 @@ def test_a_burst_gets_its_claims_a_batch_per_pass_oldest_first() -> None:
 
 def test_with_a_resync_period_only_new_pods_start_a_pass_at_once() -> None:
     """Serve mode: a change that creates no claim waits for the next whole pass."""
-    store = BlockingStore()
-    store.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-                  "metadata": {"name": "one", "namespace": "default"},
-                  "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                      "deviceClassName": "gpu.example.com"}}]}}}})
+    store = _store_with_template()
     store.create(_pod("a", "2026-01-01T00:00:00Z"))
     ctrl = ResourceClaimController(resync=3600.0)
     ctx = LiveContext(store, Metrics())

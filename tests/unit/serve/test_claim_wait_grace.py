@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from drasched.api import kinds
 from drasched.api.meta import format_time
 from drasched.scheduler.config import SchedulerConfig
@@ -29,6 +31,11 @@ def _setup() -> tuple[SimContext, str]:
                            "containers": [{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}],
                            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one"}]}})
     return SimContext(store, clock), created
+
+
+def _touch(ctx: SimContext, value: str) -> None:
+    """A change somewhere in the cluster: the scheduler runs a new cycle."""
+    ctx.store.patch(kinds.NODE, "n1", None, {"metadata": {"labels": {"touched": value}}})
 
 
 def _condition(ctx: SimContext) -> str | None:
@@ -58,9 +65,12 @@ def test_without_a_grace_period_the_wait_is_written_at_once_as_embedded() -> Non
     assert "to be created from template" in (_condition(ctx) or "")
 
 
-def test_a_recorded_claim_not_yet_seen_is_held_back_too() -> None:
-    """The pod status names its claim, but the claim's watch event has not arrived yet."""
+@pytest.mark.parametrize("pod_age", [0, 300], ids=["new-pod", "pod-older-than-the-grace"])
+def test_a_recorded_claim_not_yet_seen_is_held_back_from_the_first_cycle_that_saw_it(pod_age: int) -> None:
+    """The pod status names its claim, but the claim's watch event has not arrived yet; the
+    grace runs from the first cycle that saw the wait, however old the pod is."""
     ctx, _ = _setup()
+    ctx.clock.advance(pod_age)
     ctx.store.patch(kinds.POD, "p", "default",
                     {"status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x1y2z"}]}},
                     subresource="status")
@@ -68,23 +78,7 @@ def test_a_recorded_claim_not_yet_seen_is_held_back_too() -> None:
     sched.reconcile(ctx)
     assert _condition(ctx) is None
     ctx.clock.advance(31)
-    ctx.store.patch(kinds.NODE, "n1", None, {"metadata": {"labels": {"touched": "yes"}}})
-    sched.reconcile(ctx)
-    assert "waiting for ResourceClaim default/p-gpu-x1y2z to be created" in (_condition(ctx) or "")
-
-
-def test_the_grace_runs_from_the_first_cycle_that_saw_the_wait() -> None:
-    """A pod older than the grace period whose claim was just recorded is not marked at once."""
-    ctx, _ = _setup()
-    ctx.clock.advance(300)
-    ctx.store.patch(kinds.POD, "p", "default",
-                    {"status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x1y2z"}]}},
-                    subresource="status")
-    sched = SchedulerController(SchedulerConfig(), claim_wait_grace=30.0)
-    sched.reconcile(ctx)
-    assert _condition(ctx) is None
-    ctx.clock.advance(31)
-    ctx.store.patch(kinds.NODE, "n1", None, {"metadata": {"labels": {"touched": "yes"}}})
+    _touch(ctx, "yes")
     sched.reconcile(ctx)
     assert "waiting for ResourceClaim default/p-gpu-x1y2z to be created" in (_condition(ctx) or "")
 
@@ -98,10 +92,10 @@ def test_no_deadline_while_the_claim_controller_has_the_pod_queued() -> None:
     sched.reconcile(ctx)
     assert _condition(ctx) is None
     queued["yes"] = False  # served, yet no claim seen: the grace period starts now
-    ctx.store.patch(kinds.NODE, "n1", None, {"metadata": {"labels": {"touched": "yes"}}})
+    _touch(ctx, "yes")
     sched.reconcile(ctx)
     assert _condition(ctx) is None
     ctx.clock.advance(31)
-    ctx.store.patch(kinds.NODE, "n1", None, {"metadata": {"labels": {"touched": "again"}}})
+    _touch(ctx, "again")
     sched.reconcile(ctx)
     assert "to be created from template" in (_condition(ctx) or "")

@@ -21,12 +21,18 @@ def _touch(ctx: SimContext, value: str) -> None:
     ctx.store.patch(kinds.NODE, "n1", None, {"metadata": {"labels": {"touched": value}}})
 
 
-def test_changes_with_nothing_to_place_wait_for_the_idle_period_new_pods_do_not() -> None:
+def _cluster() -> tuple[SimContext, VirtualClock]:
+    """One node and one pod to place."""
     clock = VirtualClock()
     ctx = SimContext(MemoryStore(clock=clock.now, auto_namespaces=True), clock)
     ctx.store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
                       "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}})
     ctx.store.create(_pod("a"))
+    return ctx, clock
+
+
+def test_changes_with_nothing_to_place_wait_for_the_idle_period_new_pods_do_not() -> None:
+    ctx, clock = _cluster()
     sched = SchedulerController(SchedulerConfig(), idle_cycle_period=5.0)
     assert sched.reconcile(ctx) and sched.cycles == 1  # placed: a BindRequest for a
     assert ctx.store.get(kinds.BIND_REQUEST, "a", "default")["spec"]["selectedNode"] == "n1"
@@ -47,11 +53,7 @@ def test_changes_with_nothing_to_place_wait_for_the_idle_period_new_pods_do_not(
 
 
 def test_embedded_runs_a_cycle_per_change() -> None:
-    clock = VirtualClock()
-    ctx = SimContext(MemoryStore(clock=clock.now, auto_namespaces=True), clock)
-    ctx.store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
-                      "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}})
-    ctx.store.create(_pod("a"))
+    ctx, _ = _cluster()
     sched = SchedulerController(SchedulerConfig())
     sched.reconcile(ctx)
     _touch(ctx, "1")
