@@ -160,13 +160,11 @@ class ResourceClaimController:
         new_pods = self._new_pods_changed()
         if not any(changed) and not self._again and not self._dirty:
             return False
-        if self.resync is not None and not self._again and not new_pods:
-            now = time.monotonic()
-            due = self._last_pass is None or now - self._last_pass >= self.resync
-            if not due:
+        if self.resync is not None and self._last_pass is not None and not self._again and not new_pods:
+            wait = self._last_pass + self.resync - time.monotonic()
+            if wait > 0:  # nothing new to create: the whole pass comes at the end of the period
                 self._dirty = True
-                assert self._last_pass is not None
-                ctx.wake_at(ctx.now() + timedelta(seconds=self._last_pass + self.resync - now))
+                ctx.wake_at(ctx.now() + timedelta(seconds=wait))
                 return False
         self._last_pass, self._dirty = time.monotonic(), False
         self.ctx = ctx
