@@ -48,6 +48,14 @@ def parse_time(value: str) -> datetime:
 
 
 
+def controller_uid(obj: Obj) -> str | None:
+    """The uid of the object's controlling owner (the API allows one), or None."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return ref.get("uid")
+    return None
+
+
 def owner_reference(owner: Obj, *, controller: bool = True, block_owner_deletion: bool = True) -> Obj:
     """An ownerReference pointing at ``owner``."""
     return {

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from drasched.api import kinds
 from drasched.api.errors import Gone, NotFound
 from drasched.api.kinds import ResourceType
+from drasched.api.meta import controller_uid
 from drasched.binder.binder import TERMINAL, Backoff, Binder, BindOutcome
 from drasched.store.base import ClusterStore
 from drasched.store.informer import CachedReads, InformedStore, KindFeed, clone, shared_informers
@@ -67,7 +68,7 @@ class BinderController:
             if isinstance(store, InformedStore):
                 store = CachedReads(store, CACHED_READS)
             elif hasattr(store, "iter_kind"):
-                store = _OwnedIndex(store)
+                store = _ControlledScan(store)
             self._binder = Binder(store, recorder=ctx, decisions=ctx, max_attempts=self.max_attempts,
                                   backoff=self.backoff, name=self.name)
             self._store, self._rv, self._pending = ctx.store, None, set()
@@ -207,7 +208,7 @@ class BinderController:
             self._pool = None
 
 
-class _OwnedIndex:
+class _ControlledScan:
     """The memory store, plus "objects controlled by this uid" without copying the namespace.
 
     The binder looks for a pod's extended-resource claim on every bind; a list of the
@@ -220,13 +221,8 @@ class _OwnedIndex:
         self.store = store
 
     def controlled_by(self, rt: ResourceType, namespace: str, owner_uid: str) -> list[dict[str, Any]]:
-        found = []
-        for obj in self.store.iter_kind(rt):
-            md = obj.get("metadata") or {}
-            if md.get("namespace") == namespace and any(
-                    r.get("controller") and r.get("uid") == owner_uid for r in md.get("ownerReferences") or []):
-                found.append(copy.deepcopy(obj))
-        return found
+        return [copy.deepcopy(o) for o in self.store.iter_kind(rt)
+                if (o.get("metadata") or {}).get("namespace") == namespace and controller_uid(o) == owner_uid]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from drasched.api import kinds
+from drasched.api.meta import controller_uid
 from drasched.api.resource import FINALIZER, RESERVED_FOR_MAX_SIZE
 from drasched.api.validation import check_label
 
@@ -128,11 +129,7 @@ def pod_claim_name(owner: Obj, entry: Obj) -> tuple[str | None, bool]:
     raise ClaimNotCreated(f"entry {entry.get('name')!r} names neither a claim nor a template")
 
 
-def controller_owner_uid(obj: Obj) -> str | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return ref.get("uid")
-    return None
+controller_owner_uid = controller_uid
 
 
 def owned_by(obj: Obj, owner: Obj) -> bool:

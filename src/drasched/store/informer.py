@@ -34,6 +34,7 @@ import msgspec
 from drasched.api import kinds as kinds_mod
 from drasched.api.errors import Conflict, Gone, NotFound
 from drasched.api.kinds import ResourceType
+from drasched.api.meta import controller_uid
 from drasched.store.base import ClusterStore, ListResult, Obj, WatchEvent
 from drasched.store.reflector import Key, Reflector, key_of, strip_managed_fields
 
@@ -381,7 +382,7 @@ class CachedReads:
         feed = informers.feed(rt) if rt in self.cached and informers.has_feed(rt) else None
         if feed is None or not feed.synced:
             items = self.store.list(rt, namespace).items
-            return [o for o in items if _controller_uid(o) == owner_uid]
+            return [o for o in items if controller_uid(o) == owner_uid]
         with self._index_lock:
             index = self._indexes.get(rt)
             if index is None:
@@ -449,7 +450,7 @@ class _ControllerIndex:
                 keys.discard(key)
                 if not keys:
                     del self.by_owner[old]
-        uid = _controller_uid(obj) if obj is not None else None
+        uid = controller_uid(obj) if obj is not None else None
         if uid:
             owner = (key[0], uid)
             self.owner_of[key] = owner
@@ -467,14 +468,7 @@ class _ControllerIndex:
                 self._put(key, changed)
         keys = sorted(self.by_owner.get((namespace, owner_uid), ()))
         found = [self.feed.reflector.get(name, ns) for ns, name in keys]
-        return [o for o in found if o is not None and _controller_uid(o) == owner_uid]
-
-
-def _controller_uid(obj: Obj) -> str | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return str(ref.get("uid") or "")
-    return None
+        return [o for o in found if o is not None and controller_uid(o) == owner_uid]
 
 
 def shared_informers(store: object) -> SharedInformers | None:
