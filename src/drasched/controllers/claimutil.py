@@ -30,7 +30,7 @@ GROUP_CLAIM_FINALIZER = "scheduling.drasched.io/claim-protection"
 """On a PodGroup while it holds an allocated claim, so its reservation cannot vanish early."""
 
 POD_GROUP_LABEL = "drasched.io/pod-group"
-"""Pods join a PodGroup with this label (issue 4)."""
+"""Pods join a drasched PodGroup with this label (docs/design.md, "One gang per pod")."""
 
 MAX_GROUP_CLAIMS = 4
 """A PodGroup lists at most this many claims."""
@@ -87,7 +87,7 @@ def pod_group_name(pod: Obj) -> str | None:
 
 
 def group_entry_for(pod_entry: Obj, group: Obj | None) -> Obj | None:
-    """The PodGroup entry this pod entry shares, or None (DESIGN "Group claims", KEP-5729).
+    """The PodGroup entry this pod entry shares, or None (KEP-5729; docs/design.md, "Group claims").
 
     Same entry name and the same ``resourceClaimName`` or ``resourceClaimTemplateName``.
     """

@@ -12,8 +12,8 @@ side of KEP-5729 ("ResourceClaim support for workloads"):
   allocation is cleared and the delete-protection finalizer removed. Claims generated
   for a pod are deleted once that pod is done or gone.
 * **Group claims.** A PodGroup's ``spec.resourceClaims`` (at most 4) get one claim per
-  template, owned by the group; a pod entry that is its group's claim (DESIGN "Group
-  claims") uses that claim, reserved for the group as ONE consumer. A finalizer keeps the
+  template, owned by the group; a pod entry that is its group's claim (docs/design.md,
+  "Group claims") uses that claim, reserved for the group as ONE consumer. A finalizer keeps the
   group while it holds an allocated claim.
 
 Never is a consumer that may still run removed: a bound pod that is being deleted keeps

@@ -2,7 +2,7 @@
 the device requests of the special per-pod claim.
 
 Upstream semantics (kube-scheduler's DynamicResources plugin, ``extendeddynamicresources.go``,
-and the DRA extended-resource cache), with DESIGN.md's corrections:
+and the DRA extended-resource cache), with the corrections docs/design.md records:
 
 * every DeviceClass serves its implicit name ``deviceclass.resource.kubernetes.io/<class>``;
   a class may also serve an explicit ``spec.extendedResourceName``; when two classes claim one

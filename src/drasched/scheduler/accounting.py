@@ -1,4 +1,4 @@
-"""What each queue requests and holds, per accounting dimension (DESIGN.md "Queue status").
+"""What each queue requests and holds, per accounting dimension (docs/design.md, "Queue status").
 
 ``requested`` sums the pods that are pending or running; ``allocated`` the pods bound or
 running (and those placed but not yet bound: assumed). A parent's numbers include its

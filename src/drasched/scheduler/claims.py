@@ -2,7 +2,7 @@
 
 Resolution follows upstream: ``resourceClaimName`` names the claim; a template entry's
 claim is the one recorded in ``pod.status.resourceClaimStatuses`` (and must be owned by the
-pod). Group claims (DESIGN.md "Group claims") come from the PodGroup's
+pod). Group claims (docs/design.md, "Group claims") come from the PodGroup's
 ``status.resourceClaimStatuses`` instead. An entry that cannot be resolved yet carries the
 message the pod waits with.
 """

@@ -19,8 +19,8 @@ Example (every key optional)::
                                         # consolidate together); what is left waits a cycle
       nodesPerTask: 8                   # nodes simulated per pending pod, best estimate first
 
-Consolidation is one of the default actions whatever ``nodeOrder`` says (issue 7: "never
-off by default for spread strategies"); drop it from ``actions`` to turn it off.
+Consolidation is one of the default actions whatever ``nodeOrder`` says (a spread strategy
+leaves holes only consolidation closes, so it is never off by default); drop it from ``actions`` to turn it off.
 """
 
 from __future__ import annotations

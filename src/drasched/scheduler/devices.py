@@ -1,6 +1,6 @@
 """Accounting dimensions for devices, and device counts per node for each DeviceClass.
 
-DESIGN.md: every DeviceClass is one dimension keyed by its implicit name
+docs/design.md ("Accounting dimensions"): every DeviceClass is one dimension keyed by its implicit name
 ``deviceclass.resource.kubernetes.io/<class>``; its explicit ``extendedResourceName`` is an
 alias of it. GPU classes (explicit name ``nvidia.com/gpu``, or listed in the scheduler
 config) all count in the one GPU dimension ``nvidia.com/gpu``, with device-plugin GPUs,

@@ -1,4 +1,4 @@
-"""Fractional GPU requests: the ``drasched.io/gpu-fraction`` pod annotation (issue 6, item 10).
+"""Fractional GPU requests: the ``drasched.io/gpu-fraction`` pod annotation.
 
 A pod asks for part of one GPU with the annotation and exactly ``nvidia.com/gpu: 1`` in its
 container requests::

@@ -1,4 +1,4 @@
-"""DRA GPUs in the node's GPU row, in GPU units (issue 6, items 2 and 10).
+"""DRA GPUs in the node's GPU row, in GPU units.
 
 The GPU row of the snapshot (``nvidia.com/gpu``) is what quota, fair share, preemption,
 topology and node order read. On a node whose ``status.allocatable`` carries GPUs (the

@@ -2,7 +2,7 @@
 
 Vectors are numpy arrays of shape ``(resources, nodes)``: row ``r`` is ONE contiguous
 array of resource ``r`` across all nodes, so checking a pod against every node compares
-only the rows it requests (issue 4's measurement: ~8-11x faster than a 2-D ``all(axis=1)``).
+only the rows it requests (measured ~8-11x faster than a 2-D ``all(axis=1)``).
 Rows: cpu, memory, pods, nvidia.com/gpu, then the other scalars and one row per DeviceClass
 (``deviceclass.resource.kubernetes.io/<class>``: devices the class matches on the node).
 The GPU row holds device-plugin GPUs, or on nodes without them the DRA GPUs in GPU units
@@ -382,7 +382,7 @@ def _capacity(nodes: list[NodeInfo], alloc: np.ndarray, index: ResourceIndex, ac
     """Cluster capacity per accounting dimension; on each node the device plugin wins over DRA.
 
     The GPU row already holds DRA GPUs where no device plugin serves GPUs. A class's devices
-    count on nodes whose allocatable lacks the class's explicit name (issue 6, item 8).
+    count on nodes whose allocatable lacks the class's explicit name (the device plugin wins).
     """
     out: dict[str, Fraction] = {}
     class_row_set = set(class_rows.values())

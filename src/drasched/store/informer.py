@@ -1,7 +1,7 @@
 """Local copies of the cluster, kept current from the store's watch: list once, then deltas.
 
 Controllers read from caches instead of listing every round, so a pass costs what changed,
-not a copy of the whole cluster (DESIGN: "no full relist per cycle"). Two ways to feed one:
+not a copy of the whole cluster (no full relist per cycle). Two ways to feed one:
 
 * **Synchronously** from the store's own watch (:class:`Informer` without a shared feed).
   That is embedded mode: the memory store's watch returns at once, every controller

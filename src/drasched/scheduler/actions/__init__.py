@@ -1,7 +1,7 @@
 """Session actions, run in the order the configuration lists them.
 
 ``allocate`` places what fits (nominated preemptors first); ``reclaim``, ``preempt`` and
-``consolidate`` evict to make room for what does not (issue 7).
+``consolidate`` evict to make room for what does not.
 """
 
 from __future__ import annotations

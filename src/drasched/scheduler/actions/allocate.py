@@ -1,7 +1,7 @@
 """The allocate action: queues by fair-share deficit, gangs by priority then age, then tasks.
 
 A gang is placed inside one Statement: its first ``minMember - placed`` pods all fit or the
-statement rolls back (DESIGN.md "Gangs"); pods beyond that are placed as far as they fit.
+statement rolls back (docs/design.md, "Gangs"); pods beyond that are placed as far as they fit.
 With a topology constraint the gang is tried domain by domain (smallest and tightest first).
 """
 

@@ -1,7 +1,7 @@
 """Topology domains for gangs: nodes grouped by the value of a node label.
 
 ``requiredTopologyKey``: the whole gang in one domain. ``preferredTopologyKey``: the
-smallest domain that fits (DESIGN.md: fewest nodes, then least free capacity of the
+smallest domain that fits (docs/design.md: fewest nodes, then least free capacity of the
 requested resources, then the label value in sort order), else anywhere.
 """
 
