@@ -1,4 +1,4 @@
-"""The ResourceClaim controller against a real kube-apiserver (issue 5's e2e flows).
+"""The ResourceClaim controller against a real kube-apiserver.
 
 Claims from templates (name, owner, annotation, pod status), adoption of a claim left by a
 crash, release and deletion when the pod finishes, and a PodGroup's claim reserved for the

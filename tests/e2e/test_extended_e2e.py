@@ -1,4 +1,4 @@
-"""KEP-5004 end to end on a real kube-apiserver (issue 6): the scheduler's own cycle output, carried
+"""KEP-5004 end to end on a real kube-apiserver: the scheduler's own cycle output, carried
 out by the binder, is accepted by the server's validation.
 
 The scheduler reads the real cluster through its cache, decides, writes the BindRequest;
@@ -50,7 +50,7 @@ def store(local_cluster: LocalCluster) -> KubeStore:
                        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                                        "message": "test node"}]}}
     s.create({k: v for k, v in node.items() if k != "status"})
-    prepare_nodes(s, [node])  # no kubelet: clear the not-ready taint, mark it Ready (DESIGN.md)
+    prepare_nodes(s, [node])  # no kubelet: clear the not-ready taint, mark it Ready (docs/design.md)
     s.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": CLASS},
               "spec": {"extendedResourceName": RESOURCE,
                        "selectors": [{"cel": {"expression": f'device.driver == "{CLASS}"'}}]}})
@@ -104,7 +104,7 @@ def test_the_cycle_output_bound_by_the_binder_passes_the_real_servers_validation
     assert md["ownerReferences"] == [{"apiVersion": "v1", "kind": "Pod", "name": "trainer-0", "uid": uid,
                                       "controller": True, "blockOwnerDeletion": True}]
     assert FINALIZER in md["finalizers"]
-    # cpu sorts before the GPU: request index 1 (DESIGN.md); the spec went in at creation, immutable after
+    # cpu sorts before the GPU: request index 1 (upstream naming); the spec went in at creation, immutable after
     assert claim["spec"]["devices"]["requests"] == [{"name": "container-0-request-1", "exactly": {
         "deviceClassName": CLASS, "allocationMode": "ExactCount", "count": 1}}]
     results = claim["status"]["allocation"]["devices"]["results"]

@@ -1,4 +1,4 @@
-"""What ``drasched simulate`` writes is accepted by a real API server (issue 2's done-criterion)."""
+"""What ``drasched simulate`` writes is accepted by a real API server."""
 
 from __future__ import annotations
 

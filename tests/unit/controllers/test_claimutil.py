@@ -35,7 +35,7 @@ def test_generate_name_matches_upstream_proportional_truncation(pod_name: str, e
 
 
 def test_group_claim_rule_needs_same_name_and_same_source() -> None:
-    """DESIGN "Group claims" (KEP-5729): same entry name AND same claim or template name."""
+    """docs/design.md "Group claims" (KEP-5729): same entry name AND same claim or template name."""
     group = podgroup("g", [from_template("shared", "tmpl"), by_name("data", "dataset")])
     assert group_entry_for(from_template("shared", "tmpl"), group) == from_template("shared", "tmpl")
     assert group_entry_for(by_name("data", "dataset"), group) == by_name("data", "dataset")

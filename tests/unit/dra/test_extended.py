@@ -1,4 +1,4 @@
-"""KEP-5004 naming and class mapping, with upstream's (and DESIGN.md's) rules."""
+"""KEP-5004 naming and class mapping, with upstream's rules (docs/design.md records them)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_same_explicit_name_same_time_lexicographic_first_wins() -> None:
 
 
 def test_request_index_counts_cpu_and_memory() -> None:
-    # DESIGN.md: cpu, memory and nvidia.com/gpu -> the gpu is key 2 of the sorted keys.
+    # Upstream's request naming: cpu, memory and nvidia.com/gpu -> the gpu is key 2 of the sorted keys.
     p = pod([ctr("main", {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "2"})])
     out = special_claim_requests(p, ["nvidia.com/gpu"], GPU)
     assert out.device_requests == [{"name": "container-0-request-2", "exactly": {

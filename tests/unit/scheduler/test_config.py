@@ -46,7 +46,7 @@ def test_every_problem_is_reported_at_once() -> None:
 
 
 def test_consolidation_stays_on_for_spread() -> None:
-    # Issue 7: consolidation is "never off by default for spread strategies".
+    # A spread strategy leaves holes only consolidation closes: never off by default.
     assert "consolidate" in config_from_dict({"nodeOrder": "spread"}).actions
 
 

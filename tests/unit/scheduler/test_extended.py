@@ -1,4 +1,4 @@
-"""KEP-5004 in the scheduler: GPU injection, per-node routes, the special claim, stale claims (issue 6)."""
+"""KEP-5004 in the scheduler: GPU injection, per-node routes, the special claim, stale claims."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``examples/migration`` does what its README says (issue 6: the migration example)."""
+"""``examples/migration`` does what its README says."""
 
 from __future__ import annotations
 

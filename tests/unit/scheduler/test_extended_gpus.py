@@ -1,4 +1,4 @@
-"""GPU units (issue 6 items 2 and 10): shared and partitioned GPUs, and the fraction annotation."""
+"""GPU units: shared and partitioned GPUs, and the fraction annotation."""
 
 from __future__ import annotations
 

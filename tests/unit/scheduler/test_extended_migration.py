@@ -1,4 +1,4 @@
-"""A rolling migration, step by step (issue 6 item 7; seed "Rolling migration").
+"""A rolling migration, step by step.
 
 Nodes switch from the device plugin to DRA one at a time while pods run and new ones
 arrive. After every step: nothing bound moves, every new pod lands, on either kind of node,
