@@ -1,0 +1,71 @@
+"""Object validation in the API server's words (field path + reason).
+
+One module per API group's rules (``core``, ``resource``, ...), all reached through
+``validate`` / ``validate_update``; the real API server remains the authority in a cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from drasched.api import kinds
+from drasched.api.errors import Cause, Invalid, invalid
+from drasched.api.kinds import ResourceType
+from drasched.api.validation import core, resource
+from drasched.api.validation.metadata import validate_metadata
+from drasched.api.validation.names import (
+    LABEL_MSG,
+    SUBDOMAIN_MSG,
+    check_label,
+    check_subdomain,
+    qualified_kind,
+)
+
+Obj = dict[str, Any]
+
+_BY_TYPE: dict[ResourceType, Callable[[Obj], list[Cause]]] = {
+    kinds.POD: core.validate_pod,
+    kinds.RESOURCE_CLAIM: resource.validate_claim,
+    kinds.RESOURCE_CLAIM_TEMPLATE: resource.validate_claim_template,
+    kinds.DEVICE_CLASS: resource.validate_device_class,
+    kinds.RESOURCE_SLICE: resource.validate_slice,
+}
+
+
+def validate(obj: Obj, rt: ResourceType) -> None:
+    """Raise ``Invalid`` naming every bad field of ``obj``, as the API server would."""
+    causes = validate_metadata(obj, rt)
+    extra = _BY_TYPE.get(rt)
+    if extra is not None and isinstance(obj.get("spec"), dict | None):
+        causes += extra(obj)
+    elif extra is not None:
+        causes.append(Cause("spec", "Invalid value: must be an object"))
+    if causes:
+        md = obj.get("metadata") or {}
+        raise invalid(qualified_kind(rt), md.get("name") or md.get("generateName", ""), causes)
+
+
+def validate_update(old: Obj, new: Obj, rt: ResourceType) -> None:
+    """Rules that only apply to updates: immutable fields."""
+    if rt is kinds.RESOURCE_CLAIM and old.get("spec") != new.get("spec"):
+        raise invalid(qualified_kind(rt), old["metadata"]["name"],
+                      [Cause("spec", "Invalid value: field is immutable")])
+    if rt is kinds.POD:
+        old_node = (old.get("spec") or {}).get("nodeName")
+        if old_node and (new.get("spec") or {}).get("nodeName") != old_node:
+            raise invalid(qualified_kind(rt), old["metadata"]["name"],
+                          [Cause("spec", "Forbidden: pod updates may not change fields other than "
+                                         "`spec.containers[*].image`, ...", "FieldValueForbidden")])
+
+
+__all__ = [
+    "LABEL_MSG",
+    "SUBDOMAIN_MSG",
+    "Invalid",
+    "check_label",
+    "check_subdomain",
+    "qualified_kind",
+    "validate",
+    "validate_update",
+]
