@@ -14,6 +14,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Final, NoReturn
 
+import re2
+
 from drasched.api.quantity import Format, Quantity, QuantityError
 from drasched.cel.semver import Semver, SemverError
 
@@ -520,19 +522,41 @@ class RegexError(ValueError):
     pass
 
 
-_RE2_UNSUPPORTED: Final = re.compile(r"\(\?<?[=!]|\\[1-9]")
+#: RE2's error codes in the words of Go's regexp package, which cel-go reports.
+_GO_REGEXP_ERRORS: Final = {
+    "invalid perl operator": "invalid or unsupported Perl syntax",
+    "missing )": "missing closing )",
+    "unexpected )": "unexpected )",
+    "missing ]": "missing closing ]",
+    "trailing \\": "trailing backslash at end of expression",
+    "bad repetition operator": "invalid nested repetition operator",
+    "bad repetition count": "invalid repeat count",
+    "invalid named capture group": "invalid named capture",
+    "duplicate capture group name": "duplicate capture group name",
+}
+_RE2_OPTIONS: Final = re2.Options()
+_RE2_OPTIONS.log_errors = False  # the error is returned to the caller, not logged
 
 
 @lru_cache(maxsize=1024)
-def compile_regex(pattern: str) -> re.Pattern[str]:
-    """RE2 patterns as Python ``re``; lookarounds and backreferences are rejected as RE2 does."""
-    if _RE2_UNSUPPORTED.search(pattern):
-        raise RegexError(f"invalid or unsupported Perl syntax in {pattern!r}")
-    py = pattern.replace("(?P<", "(?P<").replace(r"\z", r"\Z")
+def compile_regex(pattern: str) -> re2._Regexp:
+    """Compile with RE2, the linear-time engine (and syntax) cel-go uses through Go's regexp.
+
+    Backreferences and lookarounds are syntax errors, as upstream; no input can make a match
+    take more than linear time, so a selector or an attribute value cannot stall a cycle.
+    """
     try:
-        return re.compile(py)
-    except re.error as e:
-        raise RegexError(f"error parsing regexp: {e}") from None
+        return re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as e:
+        raise RegexError(f"error parsing regexp: {_go_message(e)}") from None
+
+
+def _go_message(e: Exception) -> str:
+    raw = e.args[0] if e.args else str(e)
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    code, sep, arg = text.partition(": ")
+    code = _GO_REGEXP_ERRORS.get(code, code)
+    return f"{code}: `{arg}`" if sep else code
 
 
 def matches(s: Any, p: Any) -> bool:
