@@ -1,23 +1,46 @@
 """What every control loop sees, in either home (embedded run or real cluster).
 
-Controllers (claim controller, scheduler, binder, simulated kubelet) are written against
-this protocol, so the same code runs inside ``drasched simulate`` (SimContext, virtual
-clock, memory store) and ``drasched serve`` (LiveContext, wall clock, real API server).
+Every controller (claim controller, scheduler, binder, simulated kubelet and drivers) is
+written against :class:`ControllerContext`, so the same code runs inside ``drasched
+simulate`` (``SimContext``: virtual clock, memory store, decision record kept for the
+report) and ``drasched serve`` (``LiveContext``: wall clock, real API server, shared
+informers, decisions logged and counted). What differs between the two homes is a
+property of the context, never something a controller finds out by probing the store.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Protocol
 
+from drasched.api.kinds import ResourceType
 from drasched.store.base import ClusterStore
+from drasched.store.informer import SharedInformers
 
 Obj = dict[str, Any]
 
 
 class ControllerContext(Protocol):
+    """The store, the reads, the clock, the event recorder and the decision record."""
+
     @property
-    def store(self) -> ClusterStore: ...
+    def store(self) -> ClusterStore:
+        """Where writes go (and uncached reads): the memory store, or the API server."""
+        ...
+
+    @property
+    def informers(self) -> SharedInformers | None:
+        """Watch feeds shared by every controller (serve), or None: each drains the store's watch."""
+        ...
+
+    def cached_reads(self, kinds: Iterable[ResourceType]) -> ClusterStore:
+        """A view of :attr:`store` whose reads of ``kinds`` may be answered from a cache.
+
+        Writes go to the store unchanged. Only for a controller whose every write carries a
+        precondition, so a stale read costs a conflict and a re-read, never a wrong write.
+        """
+        ...
 
     def now(self) -> datetime: ...
 
@@ -39,4 +62,4 @@ class Controller(Protocol):
 
     name: str
 
-    def reconcile(self, ctx: Any) -> bool: ...
+    def reconcile(self, ctx: ControllerContext) -> bool: ...

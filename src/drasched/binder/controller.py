@@ -2,29 +2,23 @@
 
 from __future__ import annotations
 
-import copy
 import heapq
 import logging
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from drasched.api import kinds
 from drasched.api.errors import Gone, NotFound
-from drasched.api.kinds import ResourceType
-from drasched.api.meta import controller_uid
 from drasched.binder.binder import TERMINAL, Backoff, Binder, BindOutcome
-from drasched.store.base import ClusterStore
-from drasched.store.informer import CachedReads, InformedStore, KindFeed, clone, shared_informers
-
-if TYPE_CHECKING:  # sim sits above binder; only its types are needed here
-    from drasched.sim.context import SimContext
+from drasched.control import ControllerContext
+from drasched.store.informer import KindFeed, clone
 
 _Key = tuple[str, str]
 log = logging.getLogger(__name__)
 
 CACHED_READS = (kinds.POD, kinds.NODE, kinds.RESOURCE_CLAIM)
-"""What the binder reads from the shared cache in serve mode (see ``CachedReads``)."""
+"""What the binder reads through the context's cached reads (every write it makes has a precondition)."""
 
 
 class BinderController:
@@ -61,22 +55,17 @@ class BinderController:
         self._ready: set[_Key] = set()
         """Requests to look at in the next round: new or changed in the feed, back from a worker."""
 
-    def _binder_for(self, ctx: SimContext) -> Binder:
+    def _binder_for(self, ctx: ControllerContext) -> Binder:
         if self._binder is None or self._store is not ctx.store:
-            store: ClusterStore = ctx.store
-            informers = shared_informers(store)
-            if isinstance(store, InformedStore):
-                store = CachedReads(store, CACHED_READS)
-            elif hasattr(store, "iter_kind"):
-                store = _ControlledScan(store)
-            self._binder = Binder(store, recorder=ctx, decisions=ctx, max_attempts=self.max_attempts,
-                                  backoff=self.backoff, name=self.name)
+            informers = ctx.informers
+            self._binder = Binder(ctx.cached_reads(CACHED_READS), recorder=ctx, decisions=ctx,
+                                  max_attempts=self.max_attempts, backoff=self.backoff, name=self.name)
             self._store, self._rv, self._pending = ctx.store, None, set()
             self._feed = informers.feed(kinds.BIND_REQUEST) if informers is not None else None
             self._cursor, self._cached = None, {}
         return self._binder
 
-    def _sync(self, ctx: SimContext) -> None:
+    def _sync(self, ctx: ControllerContext) -> None:
         """Bring the set of pending BindRequests up to date: list once, then watch."""
         if self._feed is not None:
             self._sync_feed(self._feed)
@@ -86,12 +75,14 @@ class BinderController:
             try:
                 for ev in store.watch(kinds.BIND_REQUEST, self._rv):
                     md = ev.object.get("metadata") or {}
+                    self._rv = md.get("resourceVersion") or self._rv
+                    if ev.type == "BOOKMARK":
+                        continue
                     key = (md.get("namespace", ""), md.get("name", ""))
                     if ev.type == "DELETED" or (ev.object.get("status") or {}).get("phase") in TERMINAL:
                         self._pending.discard(key)
                     else:
                         self._pending.add(key)
-                self._rv = store.resource_version  # the memory store: watch from its head
                 return
             except Gone:
                 pass
@@ -124,7 +115,7 @@ class BinderController:
                 self._cached[key] = br
                 self._ready.add(key)
 
-    def reconcile(self, ctx: SimContext) -> bool:
+    def reconcile(self, ctx: ControllerContext) -> bool:
         binder = self._binder_for(ctx)
         self._sync(ctx)
         if self._feed is not None:
@@ -143,7 +134,7 @@ class BinderController:
                 ctx.wake_at(out.retry_at)
         return progressed
 
-    def _reconcile_parallel(self, ctx: SimContext, binder: Binder) -> bool:
+    def _reconcile_parallel(self, ctx: ControllerContext, binder: Binder) -> bool:
         """Hand pending requests to the workers without waiting for them (a work queue).
 
         A round only submits: a bind that takes many round trips never holds up the ones
@@ -195,7 +186,7 @@ class BinderController:
             self._in_flight[key] = self._pool.submit(binder.process, clone(br), now)
         return progressed
 
-    def _later(self, ctx: SimContext, key: _Key, when: datetime) -> None:
+    def _later(self, ctx: ControllerContext, key: _Key, when: datetime) -> None:
         """Look at ``key`` again at ``when`` (a backoff)."""
         self._retry_at[key] = when
         heapq.heappush(self._retries, (when, key))
@@ -207,22 +198,3 @@ class BinderController:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-
-class _ControlledScan:
-    """The memory store, plus "objects controlled by this uid" without copying the namespace.
-
-    The binder looks for a pod's extended-resource claim on every bind; a list of the
-    namespace copies every claim in it, so thousands of binds cost O(claims) each. The
-    answer is the same list the filter over ``list`` gives, so embedded runs stay
-    byte-identical.
-    """
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-
-    def controlled_by(self, rt: ResourceType, namespace: str, owner_uid: str) -> list[dict[str, Any]]:
-        return [copy.deepcopy(o) for o in self.store.iter_kind(rt)
-                if (o.get("metadata") or {}).get("namespace") == namespace and controller_uid(o) == owner_uid]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)

@@ -28,12 +28,13 @@ import copy
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta
-from typing import Any, Protocol
+from datetime import timedelta
+from typing import Any
 
 from drasched.api import kinds
 from drasched.api.errors import ApiError, Conflict, NotFound
 from drasched.api.meta import format_time, owner_reference
+from drasched.control import ControllerContext
 from drasched.controllers.claimutil import (
     DELETE_PROTECTION_FINALIZER,
     GROUP_CLAIM_FINALIZER,
@@ -67,21 +68,6 @@ CLAIMS_VALID_CONDITION = "ResourceClaimsValid"
 """PodGroup condition: False when its ``spec.resourceClaims`` cannot be used."""
 
 _BY_GROUP_RESOURCE = {(rt.group, rt.plural): rt for rt in kinds.ALL}
-
-
-class ControllerContext(Protocol):
-    """What the controller needs around it; ``SimContext`` is one, ``drasched serve`` another."""
-
-    @property
-    def store(self) -> ClusterStore: ...
-
-    def now(self) -> datetime: ...
-
-    def event(self, obj: Obj, event_type: str, reason: str, message: str, component: str = ...) -> None: ...
-
-    def decide(self, controller: str, action: str, obj: Obj | str, message: str) -> None: ...
-
-    def wake_at(self, when: datetime) -> None: ...
 
 
 def _md(obj: Obj) -> dict[str, Any]:

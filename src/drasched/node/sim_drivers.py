@@ -49,13 +49,13 @@ from pathlib import Path
 from typing import Any
 
 from drasched.api.errors import ApiError
+from drasched.control import ControllerContext
 from drasched.node.client import KubeletPluginClient, register
 from drasched.node.gpu_driver import DRIVER_NAME, GpuDriver, MockGpuConfig
 from drasched.node.inprocess import DriverRegistry, start_driver, stop_driver
 from drasched.node.plugin import KubeletPlugin
 from drasched.node.publisher import PublishError, SlicePublisher
 from drasched.node.server import PluginServer
-from drasched.sim.context import SimContext
 
 Obj = dict[str, Any]
 
@@ -192,7 +192,7 @@ class SimNodeDrivers:
         """Node name -> driver name, for every node whose mock driver runs."""
         return {node: r.spec.driver_name for node, r in sorted(self._running.items())}
 
-    def sync(self, ctx: SimContext, nodes: Iterable[Obj]) -> bool:
+    def sync(self, ctx: ControllerContext, nodes: Iterable[Obj]) -> bool:
         """Bring every node's driver in step; True when slices or plugins changed."""
         changed = False
         seen: set[str] = set()
@@ -242,7 +242,7 @@ class SimNodeDrivers:
             changed |= self._stop(ctx, name, "node deleted")
         return changed
 
-    def stop_all(self, ctx: SimContext) -> None:
+    def stop_all(self, ctx: ControllerContext) -> None:
         """Stop every driver (deregister, delete its slices)."""
         for name in sorted(self._running):
             self._stop(ctx, name, "shutdown")
@@ -260,7 +260,7 @@ class SimNodeDrivers:
         self._socks.served[node_name] = (server, client, base)
         self.registry.register(node_name, client)
 
-    def _republish(self, ctx: SimContext, current: _Running, driver: GpuDriver) -> None:
+    def _republish(self, ctx: ControllerContext, current: _Running, driver: GpuDriver) -> None:
         """Swap the plugin's driver, keeping what it has prepared, and publish the new pools."""
         plugin = current.plugin
         old = plugin.driver
@@ -270,7 +270,7 @@ class SimNodeDrivers:
         plugin.refresh_inventory()
         SlicePublisher(ctx.store, driver.name, plugin.node_name).publish(plugin.pools())
 
-    def _stop(self, ctx: SimContext, node_name: str, why: str) -> bool:
+    def _stop(self, ctx: ControllerContext, node_name: str, why: str) -> bool:
         running = self._running.pop(node_name)
         self._socks.stop(node_name)
         try:
@@ -282,7 +282,7 @@ class SimNodeDrivers:
                    f"({why}); its ResourceSlices are deleted")
         return True
 
-    def _warn(self, ctx: SimContext, node: Obj, reason: str, message: str) -> None:
+    def _warn(self, ctx: ControllerContext, node: Obj, reason: str, message: str) -> None:
         key = ((node.get("metadata") or {}).get("uid", ""), reason)
         if self._warned.get(key) == message:
             return

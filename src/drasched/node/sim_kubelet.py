@@ -52,6 +52,7 @@ from drasched.api import kinds
 from drasched.api.duration import parse_go_duration
 from drasched.api.errors import ApiError, Conflict, NotFound
 from drasched.api.meta import format_time, parse_time
+from drasched.control import ControllerContext
 from drasched.controllers.claimutil import (
     ClaimNotCreated,
     controller_owner_uid,
@@ -63,7 +64,6 @@ from drasched.controllers.claimutil import (
 )
 from drasched.node.inprocess import DriverRegistry, prepare_in_process, unprepare_in_process
 from drasched.node.sim_drivers import SimNodeDrivers
-from drasched.sim.context import SimContext
 from drasched.store.informer import Informer
 
 Obj = dict[str, Any]
@@ -132,7 +132,7 @@ class SimulatedKubelet:
         self._adopted: set[str] = set()
         """Pod UIDs found Running whose claims were offered to their node's drivers."""
 
-    def _attach(self, ctx: SimContext) -> None:
+    def _attach(self, ctx: ControllerContext) -> None:
         if self._store is ctx.store:
             return
         self._store = ctx.store
@@ -155,7 +155,7 @@ class SimulatedKubelet:
         """Stop the plugin servers of ``plugin_sockets`` and remove their directory (no store writes)."""
         self.node_drivers.close()
 
-    def reconcile(self, ctx: SimContext) -> bool:
+    def reconcile(self, ctx: ControllerContext) -> bool:
         """One pass over bound pods when anything changed or a pod's run time is up."""
         self._attach(ctx)
         changed = [inf.sync() for inf in (self.pods, self.claims, self.groups)]

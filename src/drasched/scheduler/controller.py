@@ -16,13 +16,13 @@ from drasched.api import kinds
 from drasched.api.errors import AlreadyExists, ApiError, NotFound
 from drasched.api.meta import format_time, parse_time
 from drasched.api.resource import FINALIZER
+from drasched.control import ControllerContext
 from drasched.scheduler.cache import SchedulerCache
 from drasched.scheduler.config import ConfigError, SchedulerConfig, config_from_yaml
 from drasched.scheduler.constants import DEFAULT_QUEUE, POD_SCHEDULED
 from drasched.scheduler.cycle import CycleResult, run_cycle
 from drasched.scheduler.eviction import EVENT_REASONS
 from drasched.scheduler.snapshot import Snapshot, SnapshotBuilder
-from drasched.sim.context import SimContext
 
 Obj = dict[str, Any]
 _T = TypeVar("_T")
@@ -77,7 +77,7 @@ class SchedulerController:
         self._refused: dict[str, datetime] = {}
         """Pod uid -> until when it is not chosen as a victim again (the eviction API refused it)."""
 
-    def reconcile(self, ctx: SimContext) -> bool:
+    def reconcile(self, ctx: ControllerContext) -> bool:
         now = ctx.now()
         due = self._wake is not None and now >= self._wake
         refresh = self._refresh_at is not None and now >= self._refresh_at
@@ -117,7 +117,7 @@ class SchedulerController:
                 return True
         return False
 
-    def _load_config(self, ctx: SimContext) -> None:
+    def _load_config(self, ctx: ControllerContext) -> None:
         """Apply the ConfigMap's configuration when it changes; a bad one is reported and ignored."""
         cm = self.cache.get(kinds.CONFIG_MAP, CONFIG_MAP_KEY)
         rv = None if cm is None else str(cm["metadata"].get("resourceVersion"))
@@ -137,7 +137,7 @@ class SchedulerController:
 
     # ------------------------------------------------------------------ writes
 
-    def _write(self, ctx: SimContext, snap: Snapshot, result: CycleResult) -> bool:
+    def _write(self, ctx: ControllerContext, snap: Snapshot, result: CycleResult) -> bool:
         store = ctx.store
         wrote = False
         for br in result.replace_bind_requests:
@@ -211,7 +211,7 @@ class SchedulerController:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    def _claim_wait_pending(self, ctx: SimContext, uid: str, created: str, message: str) -> bool:
+    def _claim_wait_pending(self, ctx: ControllerContext, uid: str, created: str, message: str) -> bool:
         """Whether to hold back "waiting for a ResourceClaim to be created [from template]" for now.
 
         In a cluster the claim controller runs beside the scheduler, so the scheduler sees
@@ -233,7 +233,7 @@ class SchedulerController:
         ctx.wake_at(due)
         return True
 
-    def _evict(self, ctx: SimContext, result: CycleResult) -> bool:
+    def _evict(self, ctx: ControllerContext, result: CycleResult) -> bool:
         """Evict through the eviction API (it enforces PodDisruptionBudgets); an Event on each victim."""
         wrote = False
         for ev in result.evictions:
@@ -253,7 +253,7 @@ class SchedulerController:
             wrote = True
         return wrote
 
-    def _patch_status(self, ctx: SimContext, pod: Obj, status: Obj) -> bool:
+    def _patch_status(self, ctx: ControllerContext, pod: Obj, status: Obj) -> bool:
         md = pod["metadata"]
         patch = {"metadata": {"resourceVersion": md["resourceVersion"]}, "status": status}
         try:
@@ -265,7 +265,7 @@ class SchedulerController:
             ctx.decide(self.name, "nominate", pod, f"node {node}" if node else "nomination cleared")
         return True
 
-    def _set_condition(self, ctx: SimContext, pod: Obj, cond: Obj, nominated: object = _KEEP) -> bool:
+    def _set_condition(self, ctx: ControllerContext, pod: Obj, cond: Obj, nominated: object = _KEEP) -> bool:
         """Write PodScheduled=False (and ``status.nominatedNodeName`` unless ``nominated`` is ``_KEEP``)."""
         conds = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != POD_SCHEDULED]
         status: Obj = {"conditions": [*conds, cond]}
@@ -277,7 +277,7 @@ class SchedulerController:
         ctx.decide(self.name, "unschedulable", pod, cond["message"])
         return True
 
-    def _delete_stale_claim(self, ctx: SimContext, claim: Obj) -> bool:
+    def _delete_stale_claim(self, ctx: ControllerContext, claim: Obj) -> bool:
         """Delete an extended-resource claim a failed bind left (upstream: finalizer off, then delete).
 
         Its pod is not bound, so no kubelet prepared it. A conflict or a replaced claim is
@@ -303,7 +303,7 @@ class SchedulerController:
         ctx.decide(self.name, "delete", claim, "extended-resource claim left by a failed bind")
         return True
 
-    def _group_events(self, ctx: SimContext, snap: Snapshot, result: CycleResult) -> bool:
+    def _group_events(self, ctx: ControllerContext, snap: Snapshot, result: CycleResult) -> bool:
         wrote = False
         for key, n in result.groups_placed.items():
             g = snap.groups[key]

@@ -5,14 +5,17 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from drasched.api.errors import ApiError
+from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time
 from drasched.serve.metrics import Metrics
 from drasched.store.base import ClusterStore
+from drasched.store.informer import CachedReads, InformedStore, SharedInformers, shared_informers
 
 Obj = dict[str, Any]
 log = logging.getLogger("drasched")
@@ -72,12 +75,27 @@ def create_event(store: ClusterStore, ev: Obj) -> None:
 
 @dataclass
 class LiveContext:
-    """One controller's view of a real cluster; Events go through ``events`` when set."""
+    """One controller's view of a real cluster; Events go through ``events`` when set.
+
+    The serve home of :class:`~drasched.control.ControllerContext`. Built over an
+    :class:`~drasched.store.informer.InformedStore` (threaded serve) its controllers share
+    the informers' feeds and the binder reads from their cache; over a plain store (serve
+    over the memory store, in tests) every controller drains the store's watch itself.
+    """
 
     store: ClusterStore
     metrics: Metrics
     wakeups: set[datetime] = field(default_factory=set)
     events: EventWriter | None = None
+
+    @property
+    def informers(self) -> SharedInformers | None:
+        return shared_informers(self.store)
+
+    def cached_reads(self, kinds: Iterable[ResourceType]) -> ClusterStore:
+        if isinstance(self.store, InformedStore):  # the home built the store: it knows what it is
+            return CachedReads(self.store, kinds)
+        return self.store
 
     def now(self) -> datetime:
         return datetime.now(UTC)

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import copy
 import heapq
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
-from drasched.api import kinds
-from drasched.api.meta import format_time
+from drasched.api.kinds import ResourceType
+from drasched.api.meta import controller_uid, format_time
+from drasched.control import Controller, ControllerContext
 from drasched.sim.clock import VirtualClock
+from drasched.store.base import ClusterStore
+from drasched.store.informer import SharedInformers
 from drasched.store.memory import MemoryStore
+
+__all__ = ["Controller", "ControllerContext", "Decision", "SimContext"]
 
 Obj = dict[str, Any]
 
@@ -32,11 +39,25 @@ class Decision:
 
 @dataclass
 class SimContext:
+    """The embedded home of :class:`~drasched.control.ControllerContext`.
+
+    No shared informers: each controller drains the memory store's watch in its turn, so
+    a run stays single-threaded and deterministic. Cached reads are the store itself, plus
+    a scan for "objects controlled by this uid" that copies only what it returns.
+    """
+
     store: MemoryStore
     clock: VirtualClock
     decisions: list[Decision] = field(default_factory=list)
     _wakeups: list[datetime] = field(default_factory=list)
     _event_seq: int = 0
+
+    @property
+    def informers(self) -> SharedInformers | None:
+        return None
+
+    def cached_reads(self, kinds: Iterable[ResourceType]) -> ClusterStore:
+        return ControlledScan(self.store)
 
     def now(self) -> datetime:
         return self.clock.now()
@@ -89,13 +110,21 @@ def _ref(obj: Obj) -> str:
     return f"{obj.get('kind')}/{ns + '/' if ns else ''}{md.get('name')}"
 
 
-class Controller(Protocol):
-    """A control loop in an embedded run: look at the store, act, say whether anything changed."""
+class ControlledScan:
+    """The memory store, plus "objects controlled by this uid" without copying the namespace.
 
-    name: str
+    The binder looks for a pod's extended-resource claim on every bind; a list of the
+    namespace copies every claim in it, so thousands of binds cost O(claims) each. The
+    answer is the same list the filter over ``list`` gives, so embedded runs stay
+    byte-identical.
+    """
 
-    def reconcile(self, ctx: SimContext) -> bool: ...
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
 
+    def controlled_by(self, rt: ResourceType, namespace: str, owner_uid: str) -> list[Obj]:
+        return [copy.deepcopy(o) for o in self.store.iter_kind(rt)
+                if (o.get("metadata") or {}).get("namespace") == namespace and controller_uid(o) == owner_uid]
 
-def is_kind(obj: Obj, rt: kinds.ResourceType) -> bool:
-    return obj.get("kind") == rt.kind and obj.get("apiVersion") == rt.api_version
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)

@@ -6,7 +6,7 @@ controller is level-triggered and the runner loops until none of them has work l
 
 from __future__ import annotations
 
-from drasched.sim.context import Controller
+from drasched.control import Controller
 
 
 def build_default_controllers() -> list[Controller]:

@@ -8,8 +8,9 @@ from typing import Any
 
 from drasched.api import kinds
 from drasched.api.errors import ApiError
+from drasched.control import Controller
 from drasched.sim.clock import VirtualClock
-from drasched.sim.context import Controller, SimContext
+from drasched.sim.context import SimContext
 from drasched.store.memory import MemoryStore
 
 Obj = dict[str, Any]
