@@ -57,11 +57,17 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from drasched.serve.leader import LeaderElector
     from drasched.serve.main import _Health, build_controllers, run, start_http
     from drasched.serve.metrics import Metrics
+    from drasched.store.credentials import CredentialsError
     from drasched.store.kube import KubeStore
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request otherwise
-    store = KubeStore.from_kubeconfig(args.kubeconfig)
+    try:
+        store = KubeStore.from_kubeconfig(args.kubeconfig, args.context, qps=args.kube_api_qps,
+                                          burst=args.kube_api_burst)
+    except CredentialsError as exc:
+        print(f"drasched serve: {exc}", file=sys.stderr)
+        return 2
     metrics, health, stop = Metrics(), _Health(), threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -136,7 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
     register_driver(sub)
 
     srv = sub.add_parser("serve", help="schedule pods with schedulerName drasched in a real cluster")
-    srv.add_argument("--kubeconfig", required=True, help="kubeconfig of the cluster")
+    srv.add_argument("--kubeconfig", help="kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, "
+                     "else the pod's in-cluster ServiceAccount)")
+    srv.add_argument("--context", help="kubeconfig context to use (default: its current-context)")
+    srv.add_argument("--kube-api-qps", type=float, default=500.0,
+                     help="client-side request rate limit (token bucket; 0 = none)")
+    srv.add_argument("--kube-api-burst", type=int, default=1000, help="requests allowed above the rate in a burst")
     srv.add_argument("--config", help="scheduler configuration (YAML)")
     srv.add_argument("--enable-claim-controller", action="store_true",
                      help="also run drasched's ResourceClaim controller (kube-controller-manager runs its own)")

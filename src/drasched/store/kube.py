@@ -8,23 +8,21 @@ name fails loudly instead of being dropped by the server.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import math
 import os
 import ssl
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import httpx
-import yaml
 
 from drasched.api import kinds
 from drasched.api.errors import ApiError, BadRequest, Gone, from_status
 from drasched.api.kinds import ResourceType
 from drasched.store.base import ListResult, Obj, WatchEvent
+from drasched.store.credentials import ClientConfig, RateLimiter, StaticToken, TokenSource, load_client_config
 
 STRICT = {"fieldValidation": "Strict"}
 
@@ -42,6 +40,25 @@ def _raise_for(resp: httpx.Response) -> None:
         raise from_status(body)
     text = resp.text.strip()[:500] or resp.reason_phrase
     raise from_status({"code": resp.status_code, "message": f"HTTP {resp.status_code}: {text}"})
+
+
+class _BearerAuth(httpx.Auth):
+    """A bearer token from a source that may rotate; after a 401 the source is asked for a
+    fresh token and the request is sent once more (client-go's exec and file token rules)."""
+
+    def __init__(self, source: TokenSource) -> None:
+        self.source = source
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        token = self.source.token()
+        if token:
+            request.headers["Authorization"] = f"Bearer {token}"
+        response = yield request
+        if response.status_code == 401 and self.source.invalidate():
+            token = self.source.token()
+            if token:
+                request.headers["Authorization"] = f"Bearer {token}"
+                yield request
 
 
 def _meta(obj: Obj) -> dict[str, Any]:
@@ -93,42 +110,59 @@ class KubeStore:
         timeout: float = 30.0,
         page_size: int = 500,
         transport: httpx.BaseTransport | None = None,
+        config: ClientConfig | None = None,
+        context: str | None = None,
+        qps: float = 0.0,
+        burst: int = 0,
     ) -> None:
-        self._tempfiles: list[str] = []
-        if kubeconfig:
-            cfg = _load_kubeconfig(kubeconfig, self._tempfiles)
-            server = server or cfg["server"]
-            token = token or cfg.get("token")
-            ca_file = ca_file or cfg.get("ca_file")
-            ca_data = ca_data or cfg.get("ca_data")
-            verify = verify and not cfg.get("insecure", False)
-            cert_file = cert_file or cfg.get("cert_file")
-            key_file = key_file or cfg.get("key_file")
-        if not server:
-            raise ValueError("KubeStore needs a server URL or a kubeconfig")
-        self.server = server.rstrip("/")
-        headers = {"Accept": "application/json", "User-Agent": "drasched"}
+        if config is None and (kubeconfig or context):
+            config = load_client_config(kubeconfig, context)
+        if config is None:
+            if not server:
+                raise ValueError("KubeStore needs a server URL, a kubeconfig or a ClientConfig")
+            config = ClientConfig(server=server)
+        # explicit arguments win over what the configuration says
+        config.server = server or config.server
         if token:
-            headers["Authorization"] = f"Bearer {token}"
+            config.token_source = StaticToken(token)
+        config.ca_file = ca_file or config.ca_file
+        config.ca_data = ca_data or config.ca_data
+        config.insecure = config.insecure or not verify
+        config.cert_file = cert_file or config.cert_file
+        config.key_file = key_file or config.key_file
+        self.config = config
+        self._tempfiles = config.tempfiles
+        self.server = config.server.rstrip("/")
+        self.limiter = RateLimiter(qps, burst or max(1, int(qps)))
+        headers = {"Accept": "application/json", "User-Agent": "drasched"}
         verify_arg: ssl.SSLContext | bool = False
         if self.server.startswith("https://"):
-            verify_arg = _ssl_context(ca_file, ca_data, verify, cert_file, key_file)
+            verify_arg = _ssl_context(config.ca_file, config.ca_data, not config.insecure, config.cert_file,
+                                      config.key_file)
+        auth: httpx.Auth | None = None
+        if config.token_source is not None:
+            auth = _BearerAuth(config.token_source)
+        elif config.username is not None:
+            auth = httpx.BasicAuth(config.username, config.password or "")
         self._timeout = timeout
         self.page_size = page_size
+        # tls-server-name: the name the serving certificate is checked against (SNI too)
+        self._ext = {"sni_hostname": config.tls_server_name} if config.tls_server_name else None
         self._client = httpx.Client(
             transport=transport,
             base_url=self.server,
             headers=headers,
+            auth=auth,
             verify=verify_arg,
             timeout=timeout,
             limits=httpx.Limits(max_connections=96, max_keepalive_connections=96),
         )
 
     @classmethod
-    def from_kubeconfig(cls, path: str | None = None, **kwargs: Any) -> KubeStore:
-        """Connect as the kubeconfig's current context says (token or client certificate)."""
-        path = path or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or os.path.expanduser("~/.kube/config")
-        return cls(kubeconfig=path, **kwargs)
+    def from_kubeconfig(cls, path: str | None = None, context: str | None = None, **kwargs: Any) -> KubeStore:
+        """Connect as client-go would: ``path``, else ``KUBECONFIG``, else ``~/.kube/config``,
+        else the pod's in-cluster ServiceAccount (:mod:`drasched.store.credentials`)."""
+        return cls(config=load_client_config(path, context), **kwargs)
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -142,7 +176,9 @@ class KubeStore:
     ) -> httpx.Response:
         content = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": content_type} if content is not None else None
-        resp = self._client.request(method, path, params=params, content=content, headers=headers)
+        self.limiter.wait()
+        resp = self._client.request(method, path, params=params, content=content, headers=headers,
+                                    extensions=self._ext)
         _raise_for(resp)
         return resp
 
@@ -312,7 +348,7 @@ class KubeStore:
         }
         path = rt.api_path(namespace if rt.namespaced else None)
         timeout = httpx.Timeout(self._timeout, read=seconds + 5.0)
-        with self._client.stream("GET", path, params=params, timeout=timeout) as resp:
+        with self._client.stream("GET", path, params=params, timeout=timeout, extensions=self._ext) as resp:
             if not resp.is_success:
                 resp.read()
                 _raise_for(resp)
@@ -349,58 +385,3 @@ class KubeStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _load_kubeconfig(path: str, tempfiles: list[str]) -> dict[str, Any]:
-    """Resolve the current context of a kubeconfig into server, CA and credentials.
-
-    Inline ``*-data`` credentials are written to private temp files (ssl wants files
-    for client certificates); the store deletes them on ``close``.
-    """
-    with open(path) as f:
-        cfg = yaml.safe_load(f) or {}
-    base = os.path.dirname(os.path.abspath(path))
-
-    def named(section: str, name: str) -> dict[str, Any]:
-        for entry in cfg.get(section) or []:
-            if entry.get("name") == name:
-                return dict(entry.get(section[:-1]) or {})
-        raise ValueError(f"kubeconfig {path}: no {section[:-1]} named {name!r}")
-
-    ctx_name = cfg.get("current-context")
-    if not ctx_name:
-        raise ValueError(f"kubeconfig {path}: no current-context")
-    context = named("contexts", ctx_name)
-    cluster = named("clusters", context["cluster"])
-    user = named("users", context["user"]) if context.get("user") else {}
-
-    def rel(p: str) -> str:
-        return p if os.path.isabs(p) else os.path.join(base, p)
-
-    def data_file(b64: str, suffix: str) -> str:
-        fd, name = tempfile.mkstemp(prefix="drasched-kubeconfig-", suffix=suffix)
-        with os.fdopen(fd, "wb") as f:
-            f.write(base64.b64decode(b64))
-        tempfiles.append(name)
-        return name
-
-    out: dict[str, Any] = {"server": cluster["server"]}
-    out["insecure"] = bool(cluster.get("insecure-skip-tls-verify"))
-    if cluster.get("certificate-authority"):
-        out["ca_file"] = rel(cluster["certificate-authority"])
-    elif cluster.get("certificate-authority-data"):
-        out["ca_data"] = base64.b64decode(cluster["certificate-authority-data"]).decode()
-    if user.get("token"):
-        out["token"] = user["token"]
-    elif user.get("tokenFile"):
-        with open(rel(user["tokenFile"])) as f:
-            out["token"] = f.read().strip()
-    if user.get("client-certificate"):
-        out["cert_file"] = rel(user["client-certificate"])
-    elif user.get("client-certificate-data"):
-        out["cert_file"] = data_file(user["client-certificate-data"], ".crt")
-    if user.get("client-key"):
-        out["key_file"] = rel(user["client-key"])
-    elif user.get("client-key-data"):
-        out["key_file"] = data_file(user["client-key-data"], ".key")
-    return out
