@@ -176,6 +176,11 @@ class CodeGen:
             stmts += s
             exprs.append(x)
         body = "[" + ", ".join(exprs) + "]"
+        literals = [e for e in n.elements if isinstance(e, Literal)]
+        if literals and len(literals) == len(n.elements) and not any(n.optional):
+            # CEL values are immutable and no helper changes a list in place: share one constant
+            # instead of building the list again on every evaluation or loop iteration.
+            return stmts, self.const([rt.UInt(e.value) if e.kind == "uint" else e.value for e in literals])
         if any(n.optional):
             return stmts, f"list_with_optionals({body}, {tuple(n.optional)!r})"
         return stmts, body
@@ -473,7 +478,8 @@ def _count(n: Node) -> int:
     """Static cost of one evaluation of ``n`` (one unit per non-literal node)."""
     if isinstance(n, Literal):
         return 0
-    total = 1
+    # cel-go charges a base cost for creating a list (10) or a map (30), not one unit.
+    total = 10 if isinstance(n, CreateList) else 30 if isinstance(n, CreateMap) else 1
     for child in _children(n):
         total += _count(child)
     return total

@@ -11,6 +11,7 @@ from drasched.cel import runtime as rt
 from drasched.cel.ast import ParseFailure, parse
 from drasched.cel.checker import ANY, BOOL, DEVICE, Checker, CheckError, Type, fmt, is_dyn
 from drasched.cel.codegen import CodeGen
+from drasched.cel.cost import estimate_cost
 from drasched.cel.device import DeviceView
 from drasched.cel.errors import CELCompileError, CELRuntimeError
 
@@ -26,13 +27,21 @@ _MAX_NESTING: Final = 250  # cel-go's default parser recursion limit
 class CompiledSelector:
     """A compiled DRA device selector; ``evaluate`` is safe to call from many threads."""
 
-    __slots__ = ("_fn", "expression", "output_type", "source")
+    __slots__ = ("_fn", "expression", "max_cost", "output_type", "source")
 
-    def __init__(self, expression: str, fn: Callable[[DeviceView | None], Any], output_type: Type, source: str) -> None:
+    def __init__(
+        self,
+        expression: str,
+        fn: Callable[[DeviceView | None], Any],
+        output_type: Type,
+        source: str,
+        max_cost: float = 0,
+    ) -> None:
         self.expression = expression
         self._fn = fn
         self.output_type = output_type
         self.source = source  # the generated Python, for debugging
+        self.max_cost = max_cost  # worst-case cost of one evaluation (cel.cost), inf if unbounded
 
     def evaluate(self, device: DeviceView) -> bool:
         """Whether ``device`` matches. Raises CELRuntimeError when evaluation fails (not False)."""
@@ -62,12 +71,12 @@ class CompiledSelector:
 
 def _compile_error(message: str, expression: str, pos: tuple[int, int] | None) -> CELCompileError:
     if pos is None:
-        return CELCompileError(f"compile error: {message}", expression, None)
+        return CELCompileError(f"compile error: {message}", expression, None, message)
     line, col = pos
     lines = expression.split("\n")
     src = lines[line - 1] if 0 < line <= len(lines) else ""
     text = f"compile error at {line}:{col}: {message}\n | {src}\n | {'.' * (col - 1)}^"
-    return CELCompileError(text, expression, pos)
+    return CELCompileError(text, expression, pos, message)
 
 
 def _nesting(expression: str) -> int:
@@ -100,6 +109,7 @@ def _compile(expression: str, require_bool: bool = True) -> CompiledSelector | C
         if require_bool and not (out == BOOL or is_dyn(out)):
             shown = "any" if out == ANY else fmt(out)
             return _compile_error(f"must evaluate to bool or the unknown type, not {shown}", expression, root.pos)
+        max_cost = estimate_cost(root, checker.info)
         gen = CodeGen(checker)
         source = gen.function(root)
         code = compile(source, f"<cel {expression[:60]!r}>", "exec")
@@ -113,7 +123,7 @@ def _compile(expression: str, require_bool: bool = True) -> CompiledSelector | C
         sys.setrecursionlimit(old)
     ns = gen.namespace
     exec(code, ns)
-    return CompiledSelector(expression, ns["_selector"], out, source)
+    return CompiledSelector(expression, ns["_selector"], out, source, max_cost)
 
 
 def compile_expression(expression: str) -> Callable[[DeviceView | None], Any]:
@@ -124,7 +134,7 @@ def compile_expression(expression: str) -> Callable[[DeviceView | None], Any]:
     """
     r = _compile(expression, False)
     if isinstance(r, CELCompileError):
-        raise CELCompileError(r.message, r.expression, r.position)
+        raise CELCompileError(r.message, r.expression, r.position, r.detail)
     return r._fn
 
 
@@ -135,7 +145,7 @@ def compile_selector(expression: str) -> CompiledSelector:
     """
     r = _compile(expression)
     if isinstance(r, CELCompileError):
-        raise CELCompileError(r.message, r.expression, r.position)
+        raise CELCompileError(r.message, r.expression, r.position, r.detail)
     return r
 
 

@@ -23,12 +23,15 @@ class CELCompileError(CELError):
     """The expression does not compile (syntax, types, size): the selector is invalid.
 
     ``position`` is the 1-based (line, column) of the offending token, or ``None`` when the
-    problem is the whole expression (for example its length).
+    problem is the whole expression (for example its length); ``detail`` is the reason alone.
     """
 
-    def __init__(self, message: str, expression: str, position: tuple[int, int] | None = None) -> None:
+    def __init__(
+        self, message: str, expression: str, position: tuple[int, int] | None = None, detail: str = ""
+    ) -> None:
         super().__init__(message, expression)
         self.position = position
+        self.detail = detail or message  # the bare reason, without position and source excerpt
 
 
 class CELRuntimeError(CELError):

@@ -1,0 +1,169 @@
+"""The worst-case cost of one evaluation of a checked selector, estimated before it ever runs.
+
+The API server refuses a selector whose estimated cost exceeds CELSelectorExpressionMaxCost
+(k8s.io/dynamic-resource-allocation/cel compile.go runs cel-go's estimator with the device's
+declared sizes; pkg/apis/resource/validation refuses ``MaxCost > limit``). This estimator
+follows cel-go's rules where they decide the verdict: one unit per identifier, select, index
+and call; 10 per list and 30 per map created; string and list work proportional to their
+maximum size; a comprehension costs its range's maximum size times its body. Sizes come from
+the device's declared bounds (32 attributes per domain, 64-character attribute values, 63 for
+the driver name) or from literals; iterating over a value of unknown size is unbounded, as in
+cel-go, so such a selector is refused.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Final
+
+from drasched.cel.ast import Call, Comprehension, CreateList, CreateMap, Ident, Index, Literal, Node, Select
+from drasched.cel.checker import DEVICE, Info
+
+__all__ = ["UNBOUNDED", "estimate_cost"]
+
+UNBOUNDED: Final = math.inf
+_LIST_CREATE: Final = 10  # cel-go common.ListCreateBaseCost
+_MAP_CREATE: Final = 30  # common.MapCreateBaseCost
+_TRAVERSAL: Final = 0.1  # common.StringTraversalCostFactor
+_REGEX_LENGTH: Final = 0.25  # common.RegexStringLengthCostFactor
+_MAX_ATTRIBUTES: Final = 32  # ResourceSliceMaxAttributesAndCapacitiesPerDevice
+_MAX_ATTRIBUTE_VALUE: Final = 64  # DeviceAttributeMaxValueLength
+_MAX_DRIVER: Final = 63  # DriverNameMaxLength
+_STRING_FUNCTIONS: Final = frozenset(
+    {"contains", "startsWith", "endsWith", "lowerAscii", "upperAscii", "trim", "replace", "split", "indexOf",
+     "lastIndexOf", "substring", "charAt", "reverse", "join", "_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_",
+     "@in", "size", "string", "bytes", "quantity", "semver", "isQuantity", "isSemver"}
+)
+_REGEX_FUNCTIONS: Final = frozenset({"matches", "find", "findAll"})
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """The most a value can hold: its size (elements or characters) and its elements' shape."""
+
+    size: float = UNBOUNDED
+    elem: _Shape | None = None
+
+
+_SCALAR: Final = _Shape(1)
+_UNKNOWN: Final = _Shape()
+_ATTRIBUTE: Final = _Shape(_MAX_ATTRIBUTE_VALUE)
+_DEVICE_FIELDS: Final = {
+    "driver": _Shape(_MAX_DRIVER),
+    "attributes": _Shape(_MAX_ATTRIBUTES, _Shape(_MAX_ATTRIBUTES, _ATTRIBUTE)),
+    "capacity": _Shape(_MAX_ATTRIBUTES, _Shape(_MAX_ATTRIBUTES, _SCALAR)),
+    "allowMultipleAllocations": _SCALAR,
+}
+
+
+def estimate_cost(root: Node, info: dict[int, Info]) -> float:
+    """Worst-case cost of evaluating ``root`` once (``inf`` when unbounded)."""
+    return _Estimator(info).cost(root, {})[0]
+
+
+class _Estimator:
+    def __init__(self, info: dict[int, Info]) -> None:
+        self._info = info
+
+    def cost(self, n: Node, env: dict[str, _Shape]) -> tuple[float, _Shape]:
+        if isinstance(n, Literal):
+            size = len(n.value) if isinstance(n.value, str | bytes) else 1
+            return 0, _Shape(size)
+        if isinstance(n, Ident):
+            i = self._info.get(id(n))
+            name = i.pyname if i is not None and i.pyname else n.name
+            return 1, env.get(name, _UNKNOWN)
+        if isinstance(n, Select):
+            c, shape = self.cost(n.operand, env)
+            if n.test_only:
+                return c + 1, _SCALAR
+            t = self._info.get(id(n.operand))
+            if t is not None and t.type == DEVICE:
+                return c + 1, _DEVICE_FIELDS.get(n.field, _UNKNOWN)
+            return c + 1, shape.elem or _UNKNOWN
+        if isinstance(n, Index):
+            c1, shape = self.cost(n.operand, env)
+            c2, _ = self.cost(n.index, env)
+            return c1 + c2 + 1, shape.elem or _UNKNOWN
+        if isinstance(n, CreateList):
+            costs = [self.cost(e, env) for e in n.elements]
+            elem = _widest([s for _, s in costs])
+            return _LIST_CREATE + sum(c for c, _ in costs), _Shape(len(n.elements), elem)
+        if isinstance(n, CreateMap):
+            total: float = _MAP_CREATE
+            values: list[_Shape] = []
+            for k, v, _opt in n.entries:
+                ck, _ = self.cost(k, env)
+                cv, sv = self.cost(v, env)
+                total += ck + cv
+                values.append(sv)
+            return total, _Shape(len(n.entries), _widest(values))
+        if isinstance(n, Comprehension):
+            return self._comprehension(n, env)
+        if isinstance(n, Call):
+            return self._call(n, env)
+        return 1, _UNKNOWN  # pragma: no cover - the parser produces only the nodes above
+
+    def _call(self, n: Call, env: dict[str, _Shape]) -> tuple[float, _Shape]:
+        args = ([n.target] if n.target is not None else []) + list(n.args)
+        parts = [self.cost(a, env) for a in args]
+        fn = n.function
+        base = sum(c for c, _ in parts)
+        shapes = [s for _, s in parts]
+        if fn == "_?_:_":
+            return parts[0][0] + max(parts[1][0], parts[2][0]), _widest(shapes[1:]) or _UNKNOWN
+        if fn in ("_&&_", "_||_"):
+            return base, _SCALAR
+        if fn == "_+_" and len(shapes) == 2:
+            size = shapes[0].size + shapes[1].size
+            extra = math.ceil(size * _TRAVERSAL) if size < UNBOUNDED else 1
+            return base + 1 + extra, _Shape(size, _widest([shapes[0].elem or _SCALAR, shapes[1].elem or _SCALAR]))
+        if fn == "lists.range" and isinstance(args[0], Literal) and isinstance(args[0].value, int):
+            return base + 1, _Shape(max(args[0].value, 0), _SCALAR)
+        if fn in _REGEX_FUNCTIONS and len(shapes) >= 2:
+            subject, pattern = shapes[0].size, shapes[1].size
+            if subject == UNBOUNDED or pattern == UNBOUNDED:
+                return base + 1, _UNKNOWN
+            work = math.ceil(subject * _TRAVERSAL) * math.ceil(pattern * _REGEX_LENGTH)
+            return base + 1 + work, _Shape(subject, _Shape(subject))
+        if fn in _STRING_FUNCTIONS:
+            known = [s.size for s in shapes if s.size < UNBOUNDED]
+            extra = math.ceil(max(known) * _TRAVERSAL) if known else 0
+            size = shapes[0].size if shapes else UNBOUNDED
+            return base + 1 + extra, _Shape(size, shapes[0].elem if shapes else None)
+        same_size = fn in ("flatten", "distinct", "sort", "slice")
+        return base + 1, (_widest(shapes) or _UNKNOWN) if same_size else _UNKNOWN
+
+    def _comprehension(self, n: Comprehension, env: dict[str, _Shape]) -> tuple[float, _Shape]:
+        c_range, shape = self.cost(n.iter_range, env)
+        if n.kind == "bind":
+            c_body, body_shape = self.cost(n.args[0], {**env, n.var: shape})
+            return c_range + c_body, body_shape
+        if n.kind in ("optMap", "optFlatMap"):
+            c_body, body_shape = self.cost(n.args[0], {**env, n.var: shape})
+            return c_range + c_body + 1, body_shape
+        elem = shape.elem or _UNKNOWN
+        inner = {**env, n.var: elem if n.var2 is None else _SCALAR}
+        if n.var2 is not None:
+            inner[n.var2] = elem
+        bodies = [self.cost(a, inner) for a in n.args]
+        per_item = sum(c for c, _ in bodies) + 3  # loop condition, accumulator read and step
+        if n.kind in ("map", "filter", "transformList", "transformMap", "sortBy"):
+            per_item += _LIST_CREATE + 1  # the result grows by one element per item
+        if shape.size == UNBOUNDED:
+            return UNBOUNDED, _UNKNOWN
+        total = c_range + shape.size * per_item
+        if n.kind in ("all", "exists", "exists_one", "existsOne"):
+            return total, _SCALAR
+        out_elem = bodies[-1][1] if n.kind in ("map", "transformList", "transformMap") else elem
+        return total, _Shape(shape.size, out_elem)
+
+
+def _widest(shapes: list[_Shape]) -> _Shape | None:
+    if not shapes:
+        return None
+    size = max(s.size for s in shapes)
+    elems = [s.elem for s in shapes if s.elem is not None]
+    return _Shape(size, _widest(elems) if elems else None)
+

@@ -1,0 +1,81 @@
+"""selector_errors: the create-time refusals of pkg/apis/resource/validation validateCELSelector,
+and the static cost estimate behind "too complex, exceeds cost limit"."""
+
+from __future__ import annotations
+
+import pytest
+
+from drasched.cel import DeviceView, compile_selector
+from drasched.cel.compiler import COST_LIMIT
+from drasched.cel.errors import CELRuntimeError
+from drasched.cel.validate import selector_errors
+
+FIVE_HUNDRED = "[" + ",".join(str(i) for i in range(500)) + "]"
+TOO_COSTLY = f"{FIVE_HUNDRED}.map(x, {FIVE_HUNDRED}.map(y, {FIVE_HUNDRED})).size() > 0"
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        'device.driver == "gpu.example.com"',
+        'device.attributes["gpu.example.com"].model.matches("^a100(-sxm)?$")',
+        'device.attributes["gpu.example.com"].all(k, k.size() < 64)',
+        'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0',
+        "lists.range(1000).all(x, lists.range(100).exists(y, y == 99))",
+        'cel.bind(g, device.attributes["gpu.example.com"], g.model == "a100" && g.cores > 100)',
+    ],
+)
+def test_selectors_within_the_limits_are_accepted(expression: str) -> None:
+    assert selector_errors(expression) == []
+
+
+def test_type_error_is_invalid_with_cel_go_position_and_caret() -> None:
+    (err,) = selector_errors("device.driver == 1")
+    assert err.reason == "FieldValueInvalid"
+    assert err.message == (
+        'Invalid value: "device.driver == 1": compilation failed: ERROR: <input>:1:15: '
+        "found no matching overload for '_==_' applied to '(string, int)'\n"
+        " | device.driver == 1\n"
+        " | ..............^"
+    )
+
+
+def test_non_bool_result_is_invalid_without_compilation_prefix() -> None:
+    (err,) = selector_errors('device.attributes["gpu.example.com"].cores + 1')
+    assert err.message.endswith(": must evaluate to bool or the unknown type, not int")
+
+
+def test_expression_is_quoted_as_go_quotes_it() -> None:
+    (err,) = selector_errors('device.driver == "a" +')
+    assert err.message.startswith('Invalid value: "device.driver == \\"a\\" +": compilation failed: ')
+
+
+def test_over_10_kib_is_too_long_and_not_compiled() -> None:
+    (err,) = selector_errors("true" + " " * 10 * 1024)
+    assert err == ("Too long: may not be more than 10240 bytes", "FieldValueTooLong")
+
+
+def test_estimated_cost_over_the_limit_is_forbidden() -> None:
+    assert compile_selector(TOO_COSTLY).max_cost > COST_LIMIT
+    assert selector_errors(TOO_COSTLY) == [("Forbidden: too complex, exceeds cost limit", "FieldValueForbidden")]
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        # a comprehension over a list of unknown size is unbounded, as in cel-go's estimator
+        'device.attributes["gpu.example.com"].model.split(",").map(s, s.split("-")).all(l, '
+        'l.all(p, lists.range(p.size()).all(i, i >= 0)))',
+        "[0,1,2,3,4,5,6,7,8,9].all(a, [0,1,2,3,4,5,6,7,8,9].all(b, [0,1,2,3,4,5,6,7,8,9].all(c, "
+        "[0,1,2,3,4,5,6,7,8,9].all(d, [0,1,2,3,4,5,6,7,8,9].all(e, [0,1,2,3,4,5,6,7,8,9].all(f, true))))))",
+    ],
+)
+def test_unbounded_or_exponential_comprehensions_are_forbidden(expression: str) -> None:
+    assert [e.reason for e in selector_errors(expression)] == ["FieldValueForbidden"]
+
+
+def test_runtime_charges_list_creation_and_stops_before_building_huge_lists() -> None:
+    # cel-go charges 10 per list created: the budget ends the evaluation after about 90,000 of
+    # the 250,000 inner iterations, and the constant list is shared rather than built each time.
+    with pytest.raises(CELRuntimeError, match="actual cost limit exceeded"):
+        compile_selector(TOO_COSTLY).evaluate(DeviceView("gpu.example.com", {}, {}))
