@@ -19,6 +19,7 @@ scripts/build-kube.sh kube-apiserver kube-scheduler kube-controller-manager  # t
 echo "== lint and types"
 .venv/bin/ruff check src tests
 .venv/bin/mypy
+.venv/bin/lint-imports  # the layers of docs/architecture.md (pyproject.toml [tool.importlinter])
 
 echo "== tests"
 exec .venv/bin/pytest -q "$@"

@@ -1,9 +1,11 @@
-"""Pure helpers about pods, PodGroups and their ResourceClaims (no I/O).
+"""The claim controller's own rules about pods, PodGroups and their claims (no I/O).
 
-Shared by the claim controller, the simulated kubelet and (later) the scheduler, so they
-all resolve a pod's claims the same way. Upstream references:
-``k8s.io/dynamic-resource-allocation/resourceclaim`` (Name, IsForPod, IsReservedForPod)
-and ``pkg/controller/resourceclaim/controller.go`` (name generation, isPodDone).
+Claim name generation, why a pod is done, the ``reservedFor`` entry of a consumer and the
+checks of a PodGroup's ``spec.resourceClaims``. The rules the scheduler and the kubelet
+share with the controller (which claim an entry uses, group entries, reservations) live in
+:mod:`drasched.dra.claimrules`, a layer below all three; they are re-exported here so the
+controller imports its rules from one place. Upstream reference:
+``pkg/controller/resourceclaim/controller.go`` (name generation, isPodDone).
 """
 
 from __future__ import annotations
@@ -14,23 +16,59 @@ from drasched.api import kinds
 from drasched.api.meta import controller_uid
 from drasched.api.resource import FINALIZER, RESERVED_FOR_MAX_SIZE
 from drasched.api.validation import check_label
+from drasched.dra.claimrules import (
+    POD_CLAIM_ANNOTATION,
+    POD_GROUP_LABEL,
+    PODGROUP_CLAIM_ANNOTATION,
+    ClaimNotCreated,
+    group_entry_for,
+    is_allocated,
+    is_reserved_for,
+    owned_by,
+    pod_claim_name,
+    pod_group_name,
+    pod_is_done,
+    reserved_for,
+    status_claim_names,
+)
+
+__all__ = [
+    "DELETE_PROTECTION_FINALIZER",
+    "GROUP_CLAIM_FINALIZER",
+    "MAX_GENERATE_NAME_BASE",
+    "MAX_GROUP_CLAIMS",
+    "MAX_RESERVED_FOR",
+    "PODGROUP_CLAIM_ANNOTATION",
+    "PODGROUP_CONSUMER_GROUP",
+    "PODGROUP_CONSUMER_RESOURCE",
+    "POD_CLAIM_ANNOTATION",
+    "POD_GROUP_LABEL",
+    "ClaimNotCreated",
+    "consumer_ref",
+    "controller_owner_uid",
+    "done_reason",
+    "generate_name",
+    "group_claim_problems",
+    "group_entry_for",
+    "is_allocated",
+    "is_group_ref",
+    "is_pod_ref",
+    "is_reserved_for",
+    "owned_by",
+    "pod_claim_name",
+    "pod_group_name",
+    "pod_is_done",
+    "reserved_for",
+    "status_claim_names",
+]
 
 Obj = dict[str, Any]
-
-POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
-"""On a claim generated for a pod: the ``pod.spec.resourceClaims[].name`` it was made for."""
-
-PODGROUP_CLAIM_ANNOTATION = "resource.kubernetes.io/podgroup-claim-name"
-"""On a claim generated for a PodGroup (KEP-5729): the group's ``spec.resourceClaims[].name``."""
 
 DELETE_PROTECTION_FINALIZER = FINALIZER
 """Set by the binder on an allocated claim; removed here once the claim is deallocated."""
 
 GROUP_CLAIM_FINALIZER = "scheduling.drasched.io/claim-protection"
 """On a PodGroup while it holds an allocated claim, so its reservation cannot vanish early."""
-
-POD_GROUP_LABEL = "drasched.io/pod-group"
-"""Pods join a drasched PodGroup with this label (docs/design.md, "One gang per pod")."""
 
 MAX_GROUP_CLAIMS = 4
 """A PodGroup lists at most this many claims."""
@@ -42,10 +80,6 @@ MAX_GENERATE_NAME_BASE = 57
 
 PODGROUP_CONSUMER_GROUP = kinds.DRASCHED
 PODGROUP_CONSUMER_RESOURCE = kinds.POD_GROUP.plural
-
-
-class ClaimNotCreated(Exception):
-    """A template entry whose claim is not recorded in the owner's status yet."""
 
 
 def generate_name(owner_name: str, entry_name: str) -> str:
@@ -63,18 +97,6 @@ def generate_name(owner_name: str, entry_name: str) -> str:
     return name
 
 
-def pod_is_done(pod: Obj) -> bool:
-    """No container runs nor ever will: terminal phase, or deleted before it was scheduled.
-
-    A deleting pod that is bound still runs until its kubelet finishes it (upstream
-    ``isPodDone``), so it keeps its reservations until then.
-    """
-    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-        return True
-    md = pod.get("metadata") or {}
-    return bool(md.get("deletionTimestamp")) and not (pod.get("spec") or {}).get("nodeName")
-
-
 def done_reason(pod: Obj) -> str:
     phase = (pod.get("status") or {}).get("phase")
     if phase in ("Succeeded", "Failed"):
@@ -82,59 +104,7 @@ def done_reason(pod: Obj) -> str:
     return "pod deleted before it was scheduled"
 
 
-def pod_group_name(pod: Obj) -> str | None:
-    return ((pod.get("metadata") or {}).get("labels") or {}).get(POD_GROUP_LABEL) or None
-
-
-def group_entry_for(pod_entry: Obj, group: Obj | None) -> Obj | None:
-    """The PodGroup entry this pod entry shares, or None (KEP-5729; docs/design.md, "Group claims").
-
-    Same entry name and the same ``resourceClaimName`` or ``resourceClaimTemplateName``.
-    """
-    if group is None:
-        return None
-    for g in (group.get("spec") or {}).get("resourceClaims") or []:
-        if not isinstance(g, dict) or g.get("name") != pod_entry.get("name"):
-            continue
-        for field in ("resourceClaimName", "resourceClaimTemplateName"):
-            if pod_entry.get(field) and pod_entry.get(field) == g.get(field):
-                return g
-    return None
-
-
-def status_claim_names(obj: Obj) -> dict[str, str | None]:
-    """``status.resourceClaimStatuses`` of a pod or PodGroup as entry name -> claim name."""
-    out: dict[str, str | None] = {}
-    for s in (obj.get("status") or {}).get("resourceClaimStatuses") or []:
-        if isinstance(s, dict) and s.get("name"):
-            out[s["name"]] = s.get("resourceClaimName") or None
-    return out
-
-
-def pod_claim_name(owner: Obj, entry: Obj) -> tuple[str | None, bool]:
-    """The claim an entry of a pod (or PodGroup) uses, and whether its owner must be checked.
-
-    As upstream ``resourceclaim.Name``: a named claim is used as is; a template entry
-    resolves through ``status.resourceClaimStatuses`` (None there: no claim needed).
-    Raises :class:`ClaimNotCreated` when the template's claim is not recorded yet.
-    """
-    if entry.get("resourceClaimName"):
-        return str(entry["resourceClaimName"]), False
-    if entry.get("resourceClaimTemplateName"):
-        statuses = status_claim_names(owner)
-        if entry.get("name") in statuses:
-            return statuses[entry["name"]], True
-        raise ClaimNotCreated(f"claim for entry {entry.get('name')!r} from template "
-                              f"{entry['resourceClaimTemplateName']!r} is not created yet")
-    raise ClaimNotCreated(f"entry {entry.get('name')!r} names neither a claim nor a template")
-
-
 controller_owner_uid = controller_uid
-
-
-def owned_by(obj: Obj, owner: Obj) -> bool:
-    """``obj`` is controlled by ``owner`` (same uid), as upstream ``IsForPod``."""
-    return controller_owner_uid(obj) == (owner.get("metadata") or {}).get("uid")
 
 
 def consumer_ref(obj: Obj) -> Obj:
@@ -146,24 +116,12 @@ def consumer_ref(obj: Obj) -> Obj:
     return {"apiGroup": rt.group, "resource": rt.plural, "name": md.get("name"), "uid": md.get("uid")}
 
 
-def reserved_for(claim: Obj) -> list[Obj]:
-    return [r for r in (claim.get("status") or {}).get("reservedFor") or [] if isinstance(r, dict)]
-
-
-def is_reserved_for(claim: Obj, uid: str | None) -> bool:
-    return bool(uid) and any(r.get("uid") == uid for r in reserved_for(claim))
-
-
 def is_pod_ref(ref: Obj) -> bool:
     return not ref.get("apiGroup") and ref.get("resource") == "pods"
 
 
 def is_group_ref(ref: Obj) -> bool:
     return ref.get("apiGroup") == PODGROUP_CONSUMER_GROUP and ref.get("resource") == PODGROUP_CONSUMER_RESOURCE
-
-
-def is_allocated(claim: Obj) -> bool:
-    return bool((claim.get("status") or {}).get("allocation"))
 
 
 def group_claim_problems(group: Obj) -> list[str]:

@@ -51,11 +51,10 @@ from typing import Any
 from drasched.api import kinds
 from drasched.api.duration import parse_go_duration
 from drasched.api.errors import ApiError, Conflict, NotFound
-from drasched.api.meta import format_time, parse_time
+from drasched.api.meta import controller_uid, format_time, parse_time
 from drasched.control import ControllerContext
-from drasched.controllers.claimutil import (
+from drasched.dra.claimrules import (
     ClaimNotCreated,
-    controller_owner_uid,
     group_entry_for,
     is_allocated,
     is_reserved_for,
@@ -285,7 +284,7 @@ class SimulatedKubelet:
             if claim is None:
                 return [], f"ResourceClaim {name} does not exist"
             is_group_claim = group is not None and group_entry_for(entry, group) is not None
-            owner_uid = controller_owner_uid(claim)
+            owner_uid = controller_uid(claim)
             if check_owner and owner_uid not in (_md(pod).get("uid"), _md(group or {}).get("uid")):
                 return [], f"ResourceClaim {name} was not created for pod {_md(pod).get('name')}"
             if not is_allocated(claim):

@@ -13,19 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from drasched.dra.claimrules import ClaimEntry, is_group_entry
+from drasched.dra.claimrules import claim_entries as claim_entries
+from drasched.dra.claimrules import controlled_by as _controlled_by
+from drasched.dra.claimrules import status_claim_names as _status_names
 from drasched.scheduler.constants import EXTENDED_CLAIM_ANNOTATION
 from drasched.scheduler.devices import DeviceAccounting
 
 Obj = dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimEntry:
-    """One ``spec.resourceClaims`` entry of a pod, as written."""
-
-    name: str
-    claim_name: str | None
-    template_name: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,37 +49,6 @@ class ClaimInfo:
     """Accounting dimension -> devices this claim takes (counted once, whoever shares it)."""
     prefilter: dict[str, int] = field(default_factory=dict)
     """DeviceClass -> devices the claim surely needs on one node (a necessary condition)."""
-
-
-def claim_entries(spec: Obj) -> tuple[ClaimEntry, ...]:
-    return tuple(ClaimEntry(str(e.get("name", "")), e.get("resourceClaimName"), e.get("resourceClaimTemplateName"))
-                 for e in spec.get("resourceClaims") or [])
-
-
-def is_group_entry(entry: ClaimEntry, group_entries: tuple[ClaimEntry, ...]) -> bool:
-    """KEP-5729: same entry name and same claim or template name as one of the group's entries."""
-    for g in group_entries:
-        if g.name != entry.name:
-            continue
-        if entry.claim_name and entry.claim_name == g.claim_name:
-            return True
-        if entry.template_name and entry.template_name == g.template_name:
-            return True
-    return False
-
-
-def _status_names(obj: Obj | None) -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for s in ((obj or {}).get("status") or {}).get("resourceClaimStatuses") or []:
-        out[str(s.get("name", ""))] = s.get("resourceClaimName")
-    return out
-
-
-def _controlled_by(claim: Obj, uid: str) -> bool:
-    for ref in (claim.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller") and ref.get("uid") == uid:
-            return True
-    return False
 
 
 def resolve_pod_claims(
