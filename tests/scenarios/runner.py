@@ -31,13 +31,77 @@ class Scenario:
     exit_code: int = 0
 
 
+class ScenarioError(ValueError):
+    """A scenario file that cannot be checked as written (a typo in ``expect``, an empty message)."""
+
+
 def load_scenario(path: Path) -> Scenario:
+    """Read a scenario file; raises :class:`ScenarioError` listing every problem of its head."""
     docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
     heads = [d for d in docs if d.get("apiVersion") == SCENARIO_API and d.get("kind") == "Scenario"]
-    assert len(heads) == 1, f"{path}: needs exactly one Scenario document"
+    if len(heads) != 1:
+        raise ScenarioError(f"{path}: needs exactly one Scenario document, found {len(heads)}")
     head = heads[0]
-    return Scenario(path, head.get("description", ""), head.get("expect") or {},
+    problems = head_problems(head)
+    if problems:
+        raise ScenarioError(f"{path}:\n  " + "\n  ".join(problems))
+    return Scenario(path, head["description"], head.get("expect") or {},
                     [d for d in docs if d is not head], int(head.get("exitCode", 0)))
+
+
+HEAD_KEYS = frozenset({"apiVersion", "kind", "description", "expect", "exitCode"})
+
+EXPECT_KEYS: dict[str, frozenset[str]] = {
+    "pods": frozenset({"node", "nodeIn", "unschedulable", "phase", "fields", "absent"}),
+    "claims": frozenset({"allocated", "devices", "deviceCount", "reservedFor", "nodeSelectorNode", "fields",
+                         "absent"}),
+    "claimsByPrefix": frozenset({"count", "fields"}),
+    "events": frozenset({"object", "reason", "type", "messageContains", "count", "absent"}),
+    "queues": frozenset({"allocated", "requested", "fairShare", "valid", "conditionContains"}),
+    "objects": frozenset({"fields", "absent"}),
+}
+"""Every key an ``expect`` section's entries may hold: anything else is a typo that would check nothing."""
+
+MESSAGE_KEYS = frozenset({"unschedulable", "messageContains", "conditionContains"})
+"""Keys matched as substrings: an empty one matches every message, so it asserts nothing."""
+
+
+def head_problems(head: Obj) -> list[str]:
+    """What is wrong with a Scenario document: unknown keys, empty messages, reasonless pending pods."""
+    problems = [f"unknown key {k!r} in the Scenario document" for k in sorted(set(head) - HEAD_KEYS)]
+    if not str(head.get("description") or "").strip():
+        problems.append("description: empty")
+    expect = head.get("expect") or {}
+    if not isinstance(expect, dict):
+        return [*problems, "expect: must be a mapping"]
+    for section in sorted(expect):
+        allowed = EXPECT_KEYS.get(section)
+        if allowed is None:
+            problems.append(f"expect.{section}: unknown section (known: {', '.join(sorted(EXPECT_KEYS))})")
+            continue
+        body = expect[section]
+        entries = list(enumerate(body)) if isinstance(body, list) else list((body or {}).items())
+        for name, want in entries:
+            where = f"expect.{section}[{name}]"
+            if not isinstance(want, dict):
+                problems.append(f"{where}: must be a mapping")
+                continue
+            problems += [f"{where}: unknown key {k!r} (known: {', '.join(sorted(allowed))})"
+                         for k in sorted(set(want) - allowed)]
+            problems += [f"{where}.{k}: empty message matches anything"
+                         for k in sorted(MESSAGE_KEYS & set(want)) if not str(want[k] or "").strip()]
+            if section == "pods" and _expects_pending(want) and "unschedulable" not in want:
+                problems.append(f"{where}: a pod expected pending must name why (unschedulable: <message>)")
+    return problems
+
+
+def _expects_pending(want: Obj) -> bool:
+    """The pod is expected unbound: ``node: null``, or phase Pending with no node named."""
+    if want.get("absent"):
+        return False
+    if "node" in want and want["node"] is None:
+        return True
+    return want.get("phase") == "Pending" and not want.get("node") and not want.get("nodeIn")
 
 
 def run_scenario(scn: Scenario, tmp: Path) -> tuple[int, dict[str, Obj], str]:
