@@ -7,6 +7,7 @@ two victims under one budget spends it twice; a rollback gives it back.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from drasched.api import disruption
@@ -46,14 +47,22 @@ class Budgets:
 
     def spend(self, v: VictimGang) -> None:
         """Count ``v``'s healthy pods as disrupted (journaled: a rollback gives them back)."""
-        spent = [(i, h) for i, (h, _) in v.budgets.items() if h]
-        if not spent:
-            return
-        for i, h in spent:
-            self.budgets[i].healthy -= h
+        spent = tuple((i, h) for i, (h, _) in v.budgets.items() if h)
+        if spent:
+            self.session.apply(BudgetSpent(self, spent))
 
-        def undo() -> None:
-            for i, h in spent:
-                self.budgets[i].healthy += h
 
-        self.session.journal.append(undo)
+@dataclass(frozen=True, slots=True)
+class BudgetSpent:
+    """Healthy pods of budgets counted as disrupted: (budget index, pods)."""
+
+    budgets: Budgets
+    spent: tuple[tuple[int, int], ...]
+
+    def apply(self) -> None:
+        for i, h in self.spent:
+            self.budgets.budgets[i].healthy -= h
+
+    def revert(self) -> None:
+        for i, h in self.spent:
+            self.budgets.budgets[i].healthy += h

@@ -34,14 +34,13 @@ from typing import Any
 import yaml
 
 from drasched.scheduler.constants import GPU, SCHEDULER_NAME
+from drasched.scheduler.framework.registry import BUILTINS, PluginSetting, parse_plugins
 
 ACTIONS = ("allocate", "reclaim", "preempt", "consolidate")
 """Actions this build knows, in the order a cycle may run them (all on by default)."""
 
 STRATEGIES = ("binpack", "spread")
-PREDICATES = ("nodeUnschedulable", "nodeSelector", "nodeAffinity", "taintToleration", "podCount",
-              "resourceFit", "dra")
-PLUGINS = (*PREDICATES, "nodeOrder", "topology")
+PLUGINS = tuple(BUILTINS)
 _TOP_KEYS = ("apiVersion", "kind", "schedulerNames", "actions", "cyclePeriod", "nodeOrder", "plugins", "gpu",
              "preemption")
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)$")
@@ -63,6 +62,9 @@ class SchedulerConfig:
     node_order: str = "binpack"
     resource_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     disabled_plugins: frozenset[str] = frozenset()
+    """Plugins turned off (``enabled: false``), built-in or external."""
+    plugins: tuple[PluginSetting, ...] = ()
+    """Every entry of ``plugins:``, validated (external plugins are enabled by being listed)."""
     gpu_device_classes: frozenset[str] = frozenset()
     preemption_budget: int = 1000
     """Victim-set simulations per cycle, over reclaim, preempt and consolidate together."""
@@ -70,7 +72,10 @@ class SchedulerConfig:
     """Nodes on which one pending pod's victims are simulated (best estimate first)."""
 
     def enabled(self, plugin: str) -> bool:
-        return plugin not in self.disabled_plugins
+        """Whether ``plugin`` runs: a built-in unless turned off, an external one if listed and on."""
+        if plugin in self.disabled_plugins:
+            return False
+        return plugin in BUILTINS or any(s.name == plugin and s.enabled for s in self.plugins)
 
     def schedules(self, scheduler_name: str | None) -> bool:
         """Whether pods with this ``spec.schedulerName`` are ours (no names: all of them)."""
@@ -99,41 +104,13 @@ def _string_list(raw: Any, where: str, errors: list[str]) -> tuple[str, ...]:
     return tuple(raw)
 
 
-def _parse_plugins(raw: Any, errors: list[str]) -> tuple[frozenset[str], dict[str, float] | None]:
-    disabled: set[str] = set()
-    weights: dict[str, float] | None = None
-    if not isinstance(raw, dict):
-        errors.append("plugins: must be a map from plugin name to its arguments")
-        return frozenset(), None
-    for name, args in raw.items():
-        where = f"plugins.{name}"
-        if name not in PLUGINS:
-            errors.append(f"{where}: unknown plugin (known: {', '.join(PLUGINS)})")
-            continue
-        args = args or {}
-        if not isinstance(args, dict):
-            errors.append(f"{where}: must be a map of arguments")
-            continue
-        allowed = {"enabled"} | ({"resourceWeights"} if name == "nodeOrder" else set())
-        for key in sorted(set(args) - allowed):
-            errors.append(f"{where}.{key}: unknown argument (known: {', '.join(sorted(allowed))})")
-        enabled = args.get("enabled", True)
-        if not isinstance(enabled, bool):
-            errors.append(f"{where}.enabled: must be true or false")
-        elif not enabled:
-            disabled.add(name)
-        if "resourceWeights" in args:
-            rw = args["resourceWeights"]
-            if not isinstance(rw, dict):
-                errors.append(f"{where}.resourceWeights: must be a map from resource name to a number")
-                continue
-            weights = {}
-            for res, w in rw.items():
-                if isinstance(w, bool) or not isinstance(w, int | float) or w < 0:
-                    errors.append(f"{where}.resourceWeights.{res}: must be a number >= 0, got {w!r}")
-                else:
-                    weights[str(res)] = float(w)
-    return frozenset(disabled), weights
+def _parse_plugins(raw: Any, errors: list[str]) -> tuple[tuple[PluginSetting, ...], dict[str, float] | None]:
+    settings = parse_plugins(raw, errors)
+    weights = None
+    for s in settings:
+        if "resourceWeights" in s.args:
+            weights = {str(k): float(v) for k, v in s.args["resourceWeights"].items()}
+    return settings, weights
 
 
 def config_from_dict(raw: Any, base: SchedulerConfig | None = None) -> SchedulerConfig:
@@ -177,8 +154,9 @@ def config_from_dict(raw: Any, base: SchedulerConfig | None = None) -> Scheduler
             errors.append(f"nodeOrder: must be one of {', '.join(STRATEGIES)}, got {raw['nodeOrder']!r}")
         changes["node_order"] = raw["nodeOrder"]
     if "plugins" in raw:
-        disabled, weights = _parse_plugins(raw["plugins"], errors)
-        changes["disabled_plugins"] = disabled
+        settings, weights = _parse_plugins(raw["plugins"], errors)
+        changes["plugins"] = settings
+        changes["disabled_plugins"] = frozenset(s.name for s in settings if not s.enabled)
         if weights is not None:
             changes["resource_weights"] = weights
     if "gpu" in raw:
@@ -223,7 +201,7 @@ def config_from_yaml(text: str, base: SchedulerConfig | None = None, where: str 
     """Parse and validate YAML text (a file's or a ConfigMap's)."""
     try:
         raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:  # a bad date is a ValueError
         raise ConfigError(f"{where}: not valid YAML: {exc}") from None
     try:
         return config_from_dict(raw, base)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -44,7 +44,8 @@ class PodInfo:
     claim_entries: tuple[ClaimEntry, ...]
     condition: tuple[str, str, str] | None
     static_key: str
-    """Equal for pods with the same node selector, required affinity and tolerations."""
+    """Equal for pods on which every enabled static filter gives the same verdict on every node
+    (built from the filters' signatures, :meth:`~drasched.scheduler.framework.profile.Profile.pod_keys`)."""
     eq_key: str
     """Equal for pods with identical scheduling requirements (same template)."""
     gpu_fraction: Fraction | None = None
@@ -62,7 +63,12 @@ def _scheduled_condition(obj: Obj) -> tuple[str, str, str] | None:
     return None
 
 
-def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int]) -> PodInfo:
+PodKeys = Callable[["PodInfo"], tuple[str, str]]
+"""A profile's ``pod_keys``: the pod's ``static_key`` and ``eq_key``."""
+
+
+def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKeys | None = None) -> PodInfo:
+    """Parse ``obj`` once per version; ``keys`` builds its memo keys (default: every built-in plugin)."""
     md = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     labels = md.get("labels") or {}
@@ -86,11 +92,8 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int]) -> PodInfo:
         "requiredDuringSchedulingIgnoredDuringExecution")
     tolerations = tuple(spec.get("tolerations") or ())
     node_selector = dict(spec.get("nodeSelector") or {})
-    static_key = json.dumps([node_selector, affinity, tolerations], sort_keys=True, separators=(",", ":"))
     entries = claim_entries(spec)
-    eq = json.dumps([static_key, sorted(requests.items()),
-                     [(e.name, e.claim_name, e.template_name) for e in entries]], separators=(",", ":"))
-    return PodInfo(
+    info = PodInfo(
         key=key,
         namespace=str(md.get("namespace", "")),
         name=str(md.get("name", "")),
@@ -112,10 +115,16 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int]) -> PodInfo:
         tolerations=tolerations,
         claim_entries=entries,
         condition=_scheduled_condition(obj),
-        static_key=static_key,
-        eq_key=eq,
+        static_key="",
+        eq_key="",
         gpu_fraction=fraction,
     )
+    if keys is None:
+        from drasched.scheduler.framework.profile import default_profile  # the profile imports this module
+
+        keys = default_profile().pod_keys
+    info.static_key, info.eq_key = keys(info)
+    return info
 
 
 @dataclass(slots=True, eq=False)

@@ -13,12 +13,12 @@ everyone else.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from drasched.scheduler.accounting import ALLOCATED, demand_with_claims
 from drasched.scheduler.extended import request_row
+from drasched.scheduler.journal import Inverse
 from drasched.scheduler.podinfo import PodInfo
 from drasched.scheduler.session import Session
 
@@ -127,18 +127,13 @@ class Release:
         return out
 
 
-def _journal(session: Session, do: Callable[[], None], undo: Callable[[], None]) -> None:
-    do()
-    session.journal.append(undo)
-
-
 def release(session: Session, pod: PodInfo, node: int, queue: str) -> Release:
     """Free ``pod``'s resources in the session (undone by a Statement rollback)."""
     rel = Release(session, pod, node, queue)
-    _journal(session, rel.apply, rel.revert)
+    session.apply(rel)
     return rel
 
 
 def reoccupy(session: Session, rel: Release) -> None:
     """Take a release's resources again, as a new change (a rollback frees them again)."""
-    _journal(session, rel.revert, rel.apply)
+    session.apply(Inverse(rel))

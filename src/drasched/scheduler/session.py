@@ -1,7 +1,8 @@
 """A session: one cycle's mutable view of a snapshot, changed only through Statements.
 
-Every change (a pod placed, a claim allocated, queue usage added) pushes its undo onto a
-journal, so a Statement can roll back to any checkpoint: a gang that does not fit as a
+Every change (a pod placed, a claim allocated, queue usage added) is a typed operation
+with its reverse (:mod:`drasched.scheduler.journal`), applied through :meth:`Session.apply`
+only, so a Statement can roll back to any checkpoint: a gang that does not fit as a
 whole leaves no trace, the allocator's state (devices in use, shared counters, consumed
 capacity) included. Evictions (reclaim, preemption, consolidation) are journaled the same
 way (``drasched.scheduler.release``): an evicted pod's claims leave ``reservations`` and,
@@ -10,7 +11,6 @@ when it was their last consumer, their allocation leaves the allocator state.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,8 @@ from drasched.scheduler.claims import PodClaim
 from drasched.scheduler.config import SchedulerConfig
 from drasched.scheduler.constants import GPU
 from drasched.scheduler.eviction import EvictionState
+from drasched.scheduler.framework.profile import Profile
+from drasched.scheduler.journal import Journal, Operation
 from drasched.scheduler.plugins.fit import RowNeed
 from drasched.scheduler.plugins.predicates import StaticResult, node_selector_mask, static_filter
 from drasched.scheduler.podinfo import PodInfo
@@ -59,7 +61,7 @@ class Session:
     node_version: np.ndarray = field(init=False)
     dra_epoch: int = 0
     placements: dict[str, Placement] = field(default_factory=dict)
-    journal: list[Callable[[], None]] = field(default_factory=list)
+    _journal: Journal = field(default_factory=Journal)
     unschedulable: dict[str, str] = field(default_factory=dict)
     """Pod key -> the PodScheduled=False message of this cycle."""
     group_messages: dict[str, str] = field(default_factory=dict)
@@ -94,11 +96,15 @@ class Session:
 
     # ------------------------------------------------------------------ reads
 
+    @property
+    def profile(self) -> Profile:
+        return self.snap.profile
+
     def static(self, pod: PodInfo) -> StaticResult:
-        """Static predicates, evaluated once per distinct (selector, affinity, tolerations)."""
+        """Static filters, evaluated once per distinct ``static_key`` (their signatures)."""
         hit = self._static.get(pod.static_key)
         if hit is None:
-            hit = static_filter(self.snap.nodes, pod, self.config)
+            hit = static_filter(self.snap.nodes, pod, self.snap.profile.static_filters)
             self._static[pod.static_key] = hit
         return hit
 
@@ -148,6 +154,17 @@ class Session:
     def statement(self) -> Statement:
         return Statement(self)
 
+    def apply(self, op: Operation) -> None:
+        """Apply a change and journal it, so a Statement can revert it: the one way to change a session."""
+        self._journal.record(op)
+
+    def journal_length(self) -> int:
+        return len(self._journal)
+
+    def operations(self) -> tuple[Operation, ...]:
+        """The journal's operations, oldest first (read-only; for tests and diagnostics)."""
+        return self._journal.operations()
+
     def take_devices(self, alloc: Obj, sign: float, gpu_row: bool = True) -> None:
         """Keep the DeviceClass rows in step with the allocator's state (``sign`` -1 takes, +1 frees).
 
@@ -180,16 +197,13 @@ class Statement:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.start = len(session.journal)
+        self.start = session.journal_length()
 
     def checkpoint(self) -> int:
-        return len(self.session.journal)
+        return self.session.journal_length()
 
     def rollback(self, mark: int | None = None) -> None:
-        journal = self.session.journal
-        stop = self.start if mark is None else mark
-        while len(journal) > stop:
-            journal.pop()()
+        self.session._journal.undo_to(self.start if mark is None else mark)
 
     def commit(self) -> None:
         """Keep every change since the statement began (the journal stays for outer rollbacks)."""
@@ -200,14 +214,38 @@ class Statement:
 
         ``extended`` is the special claim's ``extendedResourceClaimAllocation`` (KEP-5004).
         """
+        op = Place(self.session, pod, group, node, needs, claims, allocations, newly, extended)
+        self.session.apply(op)
+        assert op.placement is not None
+        return op.placement
+
+
+@dataclass(slots=True, eq=False)
+class Place:
+    """A pod placed on a node: its rows taken, its claims allocated and reserved, its queue charged."""
+
+    session: Session
+    pod: PodInfo
+    group: GroupInfo
+    node: int
+    needs: list[RowNeed]
+    claims: list[PodClaim]
+    allocations: list[Obj]
+    newly: list[bool]
+    extended: Obj | None
+    placement: Placement | None = None
+    fresh: list[str] = field(default_factory=list)
+
+    def apply(self) -> None:
         s = self.session
         snap = s.snap
-        for n in needs:
+        pod, group, node, extended = self.pod, self.group, self.node, self.extended
+        for n in self.needs:
             s.idle[n.row, node] -= n.value
             s.used[n.row, node] += n.value
         s.node_version[node] += 1
         entries: list[Obj] = []
-        for c, alloc, new in zip(claims, allocations, newly):
+        for c, alloc, new in zip(self.claims, self.allocations, self.newly):
             assert c.key is not None
             info = snap.claims[c.key]
             if new:
@@ -226,33 +264,33 @@ class Statement:
         if extended is not None:
             s.state.add(extended["allocation"])
             s.take_devices(extended["allocation"], -1.0, gpu_row=False)
-        keys = [c.key for c in claims if c.key]
-        fresh = s.usage.new_claims(ALLOCATED, group.queue, keys)
-        demand = demand_with_claims(snap, pod, fresh)
+        keys = [c.key for c in self.claims if c.key]
+        self.fresh = s.usage.new_claims(ALLOCATED, group.queue, keys)
+        demand = demand_with_claims(snap, pod, self.fresh)
         s.usage.add(ALLOCATED, group.queue, demand)
-        s.usage.mark(ALLOCATED, group.queue, fresh)
-        placement = Placement(pod, node, entries, group.key, extended, demand)
-        s.placements[pod.key] = placement
+        s.usage.mark(ALLOCATED, group.queue, self.fresh)
+        self.placement = Placement(pod, node, entries, group.key, extended, demand)
+        s.placements[pod.key] = self.placement
 
-        def revert() -> None:
-            s.placements.pop(pod.key, None)
-            s.usage.mark(ALLOCATED, group.queue, fresh, counted=False)
-            s.usage.add(ALLOCATED, group.queue, demand, -1.0)
-            if extended is not None:
-                s.state.remove(extended["allocation"])
-                s.take_devices(extended["allocation"], +1.0, gpu_row=False)
-            for c, alloc, new in zip(claims, allocations, newly):
-                assert c.key is not None
-                s.claim_reserved[c.key].pop()
-                if new:
-                    s.state.remove(alloc)
-                    s.claim_alloc.pop(c.key, None)
-                    s.take_devices(alloc, +1.0)
-            for n in needs:
-                s.idle[n.row, node] += n.value
-                s.used[n.row, node] -= n.value
-            s.node_version[node] += 1
-            s.dra_epoch += 1  # freed devices may make earlier failures fit again
-
-        s.journal.append(revert)
-        return placement
+    def revert(self) -> None:
+        s = self.session
+        assert self.placement is not None
+        queue, extended, node = self.group.queue, self.extended, self.node
+        s.placements.pop(self.pod.key, None)
+        s.usage.mark(ALLOCATED, queue, self.fresh, counted=False)
+        s.usage.add(ALLOCATED, queue, self.placement.demand, -1.0)
+        if extended is not None:
+            s.state.remove(extended["allocation"])
+            s.take_devices(extended["allocation"], +1.0, gpu_row=False)
+        for c, alloc, new in zip(self.claims, self.allocations, self.newly):
+            assert c.key is not None
+            s.claim_reserved[c.key].pop()
+            if new:
+                s.state.remove(alloc)
+                s.claim_alloc.pop(c.key, None)
+                s.take_devices(alloc, +1.0)
+        for n in self.needs:
+            s.idle[n.row, node] += n.value
+            s.used[n.row, node] -= n.value
+        s.node_version[node] += 1
+        s.dra_epoch += 1  # freed devices may make earlier failures fit again

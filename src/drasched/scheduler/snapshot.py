@@ -47,6 +47,7 @@ from drasched.scheduler.extended import (
     request_row,
     stale_claims,
 )
+from drasched.scheduler.framework.profile import Profile, default_profile
 from drasched.scheduler.gpus import GpuInventory, build_gpu_inventory
 from drasched.scheduler.podinfo import NodeInfo, PodInfo, parse_node, parse_pod
 from drasched.scheduler.queues import QueueTree, build_queue_tree
@@ -86,8 +87,13 @@ class GroupInfo:
                 "uid": md.get("uid", "")}
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, frozen=True)
 class Snapshot:
+    """The cluster as one cycle sees it: read-only (frozen; its arrays are not writeable).
+
+    A session works on its own copies of what it changes (``idle``, ``used``, claims' state).
+    """
+
     index: ResourceIndex
     nodes: list[NodeInfo]
     node_pos: dict[str, int]
@@ -117,6 +123,8 @@ class Snapshot:
     priority_classes: Mapping[str, Obj] = field(default_factory=dict)
     disruption_budgets: Mapping[str, Obj] = field(default_factory=dict)
     """PodDisruptionBudgets by ``namespace/name`` (victims are chosen within them)."""
+    profile: Profile = field(default_factory=default_profile)
+    """The enabled plugins, per extension point (built once per configuration)."""
 
     @property
     def n_nodes(self) -> int:
@@ -142,6 +150,7 @@ class SnapshotBuilder:
 
     def __init__(self, config: SchedulerConfig) -> None:
         self.config = config
+        self.profile = Profile.from_config(config)
         self._pods: dict[str, tuple[str, PodInfo]] = {}
         self._class_memo = ClassMatchMemo()
         self._pools: PoolIndex | None = None
@@ -170,7 +179,10 @@ class SnapshotBuilder:
         for key, obj in cache.objects(kinds.POD).items():
             rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
             hit = memo.get(key)
-            info = hit[1] if hit is not None and hit[0] == rv and hit[1].obj is obj else parse_pod(key, obj, prio)
+            if hit is not None and hit[0] == rv and hit[1].obj is obj:
+                info = hit[1]
+            else:
+                info = parse_pod(key, obj, prio, self.profile.pod_keys)
             fresh[key] = (rv, info)
             out[key] = info
         self._pods = fresh
@@ -268,7 +280,7 @@ class SnapshotBuilder:
             assumed=assumed, stale_bind_requests=stale, queues=tree, accounting=accounting,
             capacity=capacity, allocator=allocator, namespace_labels=ns_labels, templates=templates,
             gpus=gpus, extended=extended, priority_classes=cache.objects(kinds.PRIORITY_CLASS),
-            disruption_budgets=cache.objects(kinds.POD_DISRUPTION_BUDGET),
+            disruption_budgets=cache.objects(kinds.POD_DISRUPTION_BUDGET), profile=self.profile,
         )
 
 

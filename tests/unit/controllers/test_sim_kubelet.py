@@ -52,7 +52,7 @@ def test_bound_pod_without_claims_runs_and_unbound_pod_waits() -> None:
 
 
 @pytest.mark.parametrize(("claim_kwargs", "reserve"), [
-    ({"allocated": False}, True),  # not allocated
+    ({"allocated": False}, False),  # not allocated (reservedFor needs an allocation upstream)
     ({}, False),  # allocated but not reserved for the pod
 ])
 def test_pod_waits_until_its_claim_is_allocated_and_reserved(claim_kwargs: dict[str, Any], reserve: bool) -> None:

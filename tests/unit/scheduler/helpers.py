@@ -47,21 +47,33 @@ def pod(name: str, *, ns: str = "default", cpu: str | None = None, gpu: int | No
         req["cpu"] = cpu
     if gpu:
         req["nvidia.com/gpu"] = str(gpu)
+    # An extended resource's request must equal its limit (the API server refuses a request alone).
+    resources: Obj = {"requests": req, **({"limits": {"nvidia.com/gpu": str(gpu)}} if gpu else {})}
     md: Obj = {"name": name, "namespace": ns, "labels": labels}
     if created:
         md["creationTimestamp"] = created
     body: Obj = {"schedulerName": "drasched",
-                 "containers": [{"name": "c", "image": "busybox", "resources": {"requests": req}}], **spec}
+                 "containers": [{"name": "c", "image": "busybox", "resources": resources}], **spec}
     if node_name:
         body["nodeName"] = node_name
     if claims:
         body["resourceClaims"] = claims
     if priority is not None:
-        body["priority"] = priority
+        # The API server computes spec.priority from a class (World creates the class).
+        body["priorityClassName"] = priority_class_name(priority)
     out: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": body}
     if phase:
         out["status"] = {"phase": phase}
     return out
+
+
+def priority_class_name(value: int) -> str:
+    return f"priority-{value}"
+
+
+def priority_class(value: int) -> Obj:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": priority_class_name(value)}, "value": value}
 
 
 def queue(name: str, parent: str | None = None, resources: Obj | None = None, priority: int | None = None) -> Obj:
@@ -117,6 +129,10 @@ class World:
     def __init__(self, objs: list[Obj], config: SchedulerConfig | None = None) -> None:
         self.clock = VirtualClock()
         self.store = MemoryStore(clock=self.clock.now, auto_namespaces=True)
+        classes = {o["spec"]["priorityClassName"] for o in objs
+                   if o.get("kind") == "Pod" and str(o["spec"].get("priorityClassName", "")).startswith("priority-")}
+        for name in sorted(classes):
+            self.store.create(priority_class(int(name.removeprefix("priority-"))))
         for o in objs:
             created = self.store.create({k: v for k, v in o.items() if k != "status"})
             if "status" in o:

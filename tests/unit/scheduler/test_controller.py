@@ -8,7 +8,7 @@ from drasched.scheduler.controller import SchedulerController
 from drasched.sim.clock import VirtualClock
 from drasched.sim.context import SimContext
 from drasched.store.memory import MemoryStore
-from tests.unit.scheduler.helpers import node, pod, queue
+from tests.unit.scheduler.helpers import node, pod, priority_class, queue
 from tests.unit.scheduler.preemption_helpers import running
 
 
@@ -77,7 +77,7 @@ class _RefusingStore(MemoryStore):
 
 
 def _preemption(store: MemoryStore) -> SimContext:
-    for o in (node("a", gpu=1), queue("q"),
+    for o in (node("a", gpu=1), queue("q"), priority_class(1), priority_class(10),
               running("low", "a", gpu=1, queue="q", priority=1), pod("high", gpu=1, queue="q", priority=10)):
         created = store.create({k: v for k, v in o.items() if k != "status"})
         if "status" in o:

@@ -7,6 +7,7 @@ from collections import Counter
 import numpy as np
 
 from drasched.scheduler.config import SchedulerConfig
+from drasched.scheduler.framework.profile import Profile
 from drasched.scheduler.plugins.fit import RowNeed, class_reasons, fit_mask, fit_reasons
 from drasched.scheduler.plugins.nodeorder import order_nodes
 from drasched.scheduler.plugins.predicates import static_filter, tolerates, untolerated_taint
@@ -15,6 +16,10 @@ from drasched.scheduler.podinfo import parse_node, parse_pod
 from tests.unit.scheduler.helpers import node, pod
 
 TAINT = {"key": "gpu", "value": "true", "effect": "NoSchedule"}
+
+
+def _filters(config: SchedulerConfig) -> list:
+    return Profile.from_config(config).static_filters
 
 
 def _nodes(*objs: dict) -> list:
@@ -37,7 +42,7 @@ def test_static_filter_reasons_per_node() -> None:
                    node("tainted", {"pool": "gpu"}, taints=[TAINT]),
                    node("other", {"pool": "cpu"}), node("ok", {"pool": "gpu", "zone": "z1"}))
     p = parse_pod("default/p", pod("p", nodeSelector={"pool": "gpu"}), {})
-    res = static_filter(nodes, p, SchedulerConfig())
+    res = static_filter(nodes, p, _filters(SchedulerConfig()))
     assert list(res.ok) == [False, False, False, True]
     assert res.reasons == ["node(s) were unschedulable", "node(s) had untolerated taint {gpu: true}",
                            "node(s) didn't match Pod's node affinity/selector", None]
@@ -48,9 +53,9 @@ def test_required_node_affinity_and_disabled_plugins() -> None:
     aff = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["z1"]}]}]}}}}
     p = parse_pod("default/p", pod("p", **aff), {})
-    assert list(static_filter(nodes, p, SchedulerConfig()).ok) == [False, True, False]
+    assert list(static_filter(nodes, p, _filters(SchedulerConfig())).ok) == [False, True, False]
     lenient = SchedulerConfig(disabled_plugins=frozenset({"nodeAffinity", "taintToleration"}))
-    assert list(static_filter(nodes, p, lenient).ok) == [True, True, True]
+    assert list(static_filter(nodes, p, _filters(lenient)).ok) == [True, True, True]
 
 
 def test_fit_compares_only_requested_rows_and_counts_reasons() -> None:

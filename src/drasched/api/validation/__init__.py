@@ -12,7 +12,7 @@ from typing import Any
 from drasched.api import kinds
 from drasched.api.errors import Cause, Invalid, invalid
 from drasched.api.kinds import ResourceType
-from drasched.api.validation import core, resource
+from drasched.api.validation import core, crds, resource, scheduling
 from drasched.api.validation.metadata import validate_metadata
 from drasched.api.validation.names import (
     LABEL_MSG,
@@ -30,6 +30,12 @@ _BY_TYPE: dict[ResourceType, Callable[[Obj], list[Cause]]] = {
     kinds.RESOURCE_CLAIM_TEMPLATE: resource.validate_claim_template,
     kinds.DEVICE_CLASS: resource.validate_device_class,
     kinds.RESOURCE_SLICE: resource.validate_slice,
+    kinds.NODE: core.validate_node,
+    kinds.PRIORITY_CLASS: scheduling.validate_priority_class,
+    kinds.POD_GROUP: crds.validate_pod_group,
+}
+_STATUS_BY_TYPE: dict[ResourceType, Callable[[Obj], list[Cause]]] = {
+    kinds.RESOURCE_CLAIM: resource.validate_claim_status,
 }
 
 
@@ -44,6 +50,15 @@ def validate(obj: Obj, rt: ResourceType) -> None:
     if causes:
         md = obj.get("metadata") or {}
         raise invalid(qualified_kind(rt), md.get("name") or md.get("generateName", ""), causes)
+
+
+def validate_status(obj: Obj, rt: ResourceType) -> None:
+    """Rules of a status write (the status subresource validates status alone)."""
+    check = _STATUS_BY_TYPE.get(rt)
+    causes = check(obj) if check is not None else []
+    if causes:
+        md = obj.get("metadata") or {}
+        raise invalid(qualified_kind(rt), md.get("name", ""), causes)
 
 
 def validate_update(old: Obj, new: Obj, rt: ResourceType) -> None:
@@ -67,5 +82,6 @@ __all__ = [
     "check_subdomain",
     "qualified_kind",
     "validate",
+    "validate_status",
     "validate_update",
 ]

@@ -5,34 +5,186 @@ from __future__ import annotations
 from typing import Any
 
 from drasched.api.errors import Cause
-from drasched.api.validation.names import check_label, required
+from drasched.api.quantity import Quantity, QuantityError
+from drasched.api.validation.names import (
+    bad,
+    check_label,
+    check_label_value,
+    check_qualified_name,
+    check_subdomain,
+    duplicate,
+    not_supported,
+    required,
+)
 
 Obj = dict[str, Any]
+
+NODE_TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
+TOLERATION_OPERATORS = ["Equal", "Exists"]
+PREEMPTION_POLICIES = ["PreemptLowerPriority", "Never"]
+
+
+def _dicts(value: Any) -> list[tuple[int, Obj]]:
+    return [(i, v) for i, v in enumerate(value) if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _overcommit_allowed(resource: str) -> bool:
+    """``helper.IsOvercommitAllowed``: native resources other than hugepages."""
+    native = "/" not in resource or resource.startswith("kubernetes.io/") or ".kubernetes.io/" in resource
+    return native and not resource.startswith("hugepages-")
+
+
+def _quantity(value: Any) -> Quantity | None:
+    """A parsed quantity, or None for what the decoder (not validation) refuses."""
+    try:
+        return Quantity.parse(value) if isinstance(value, str | int | float) else None
+    except QuantityError:
+        return None
+
+
+def check_resource_requirements(path: str, resources: Obj) -> list[Cause]:
+    """``ValidateContainerResourceRequirements``: non-negative, requests within limits."""
+    causes: list[Cause] = []
+    limits = resources.get("limits") if isinstance(resources.get("limits"), dict) else {}
+    requests = resources.get("requests") if isinstance(resources.get("requests"), dict) else {}
+    assert isinstance(limits, dict) and isinstance(requests, dict)
+    for kind, values in (("limits", limits), ("requests", requests)):
+        for name in sorted(values):
+            q = _quantity(values[name])
+            if q is not None and q.sign() < 0:
+                causes.append(bad(f"{path}.{kind}[{name}]", str(values[name]), "must be greater than or equal to 0"))
+            elif q is not None and not _overcommit_allowed(name) and not q.is_integer():
+                causes.append(bad(f"{path}.{kind}[{name}]", str(values[name]), "must be an integer"))
+    for name in sorted(requests):
+        req = _quantity(requests[name])
+        if req is None:
+            continue
+        if name not in limits:
+            if not _overcommit_allowed(name):
+                causes.append(Cause(f"{path}.limits", "Required value: Limit must be set for non overcommitable "
+                                                      "resources", "FieldValueRequired"))
+            continue
+        lim = _quantity(limits[name])
+        if lim is None:
+            continue
+        if not _overcommit_allowed(name) and (req - lim).sign() != 0:
+            causes.append(bad(f"{path}.requests", str(requests[name]),
+                              f"must be equal to {name} limit of {limits[name]}"))
+        elif (req - lim).sign() > 0:
+            causes.append(bad(f"{path}.requests", str(requests[name]),
+                              f"must be less than or equal to {name} limit of {limits[name]}"))
+    return causes
+
+
+def _check_container_claims(path: str, claims: Any, pod_claims: set[str]) -> list[Cause]:
+    causes: list[Cause] = []
+    seen: set[str] = set()
+    for i, claim in _dicts(claims):
+        name = claim.get("name")
+        if not name:
+            causes.append(required(f"{path}[{i}]"))
+            continue
+        key = f"{name}/{claim['request']}" if claim.get("request") else str(name)
+        if key in seen:
+            causes.append(duplicate(f"{path}[{i}]", key))
+        seen.add(key)
+        if name not in pod_claims:
+            known = ": " + ", ".join(sorted(pod_claims)) if pod_claims else " which is empty"
+            causes.append(Cause(f"{path}[{i}]", f'Not found: "{name}": must be one of the names in '
+                                                f"pod.spec.resourceClaims{known}", "FieldValueNotFound"))
+    return causes
+
+
+def _check_toleration(path: str, tol: Obj) -> list[Cause]:
+    causes: list[Cause] = []
+    key, op, value = tol.get("key") or "", tol.get("operator") or "", tol.get("value") or ""
+    if key:
+        causes += check_qualified_name(f"{path}.key", key)
+    elif op != "Exists":
+        causes.append(bad(f"{path}.operator", op, 'operator must be Exists when `key` is empty, which means '
+                                                  '"match all values and all keys"'))
+    effect = tol.get("effect") or ""
+    if tol.get("tolerationSeconds") is not None and effect != "NoExecute":
+        causes.append(bad(f"{path}.effect", effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+    if op in ("Equal", ""):
+        errs = [c.message.split(": ", 2)[-1] for c in check_label_value(f"{path}.operator", value)]
+        if errs:
+            causes.append(bad(f"{path}.operator", value, ";".join(errs)))
+    elif op != "Exists":
+        causes.append(not_supported(f"{path}.operator", op, TOLERATION_OPERATORS))
+    if effect and effect not in NODE_TAINT_EFFECTS:
+        causes.append(not_supported(f"{path}.effect", effect, NODE_TAINT_EFFECTS))
+    return causes
+
+
+def _check_pod_claims(spec: Obj) -> tuple[list[Cause], set[str]]:
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for i, rc in _dicts(spec.get("resourceClaims")):
+        path = f"spec.resourceClaims[{i}]"
+        name = rc.get("name")
+        if not name:
+            causes.append(required(f"{path}.name"))
+        elif name in names:
+            causes.append(duplicate(f"{path}.name", name))
+        else:
+            causes += check_label(f"{path}.name", name)
+            names.add(name)
+        has_claim, has_tmpl = bool(rc.get("resourceClaimName")), bool(rc.get("resourceClaimTemplateName"))
+        if has_claim and has_tmpl:
+            causes.append(Cause(path, "Invalid value: at most one of `resourceClaimName` or "
+                                      "`resourceClaimTemplateName` may be specified"))
+        elif not has_claim and not has_tmpl:
+            causes.append(Cause(path, "Required value: must specify one of: `resourceClaimName`, "
+                                      "`resourceClaimTemplateName`", "FieldValueRequired"))
+    return causes, names
 
 
 def validate_pod(obj: Obj) -> list[Cause]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return [required("spec")]
-    causes: list[Cause] = []
-    containers = spec.get("containers")
-    if not containers:
+    causes, pod_claims = _check_pod_claims(spec)
+    if not spec.get("containers"):
         causes.append(required("spec.containers"))
-    seen: set[str] = set()
+    seen: set[Any] = set()
     for group in ("initContainers", "containers"):
-        for i, c in enumerate(spec.get(group) or []):
+        for i, c in _dicts(spec.get(group)):
             path = f"spec.{group}[{i}]"
             causes += check_label(f"{path}.name", c.get("name"))
             if c.get("name") in seen:
-                causes.append(Cause(f"{path}.name", f'Duplicate value: "{c.get("name")}"', "FieldValueDuplicate"))
+                causes.append(duplicate(f"{path}.name", c.get("name")))
             seen.add(c.get("name"))
             if not c.get("image"):
                 causes.append(required(f"{path}.image"))
-    for i, rc in enumerate(spec.get("resourceClaims") or []):
-        path = f"spec.resourceClaims[{i}]"
-        causes += check_label(f"{path}.name", rc.get("name"))
-        has_claim, has_tmpl = bool(rc.get("resourceClaimName")), bool(rc.get("resourceClaimTemplateName"))
-        if has_claim == has_tmpl:
-            causes.append(Cause(path, "Invalid value: must specify one of: `resourceClaimName`, "
-                                      "`resourceClaimTemplateName`"))
+            resources = c.get("resources")
+            if isinstance(resources, dict):
+                causes += check_resource_requirements(f"{path}.resources", resources)
+                causes += _check_container_claims(f"{path}.resources.claims", resources.get("claims"), pod_claims)
+    for i, tol in _dicts(spec.get("tolerations")):
+        causes += _check_toleration(f"spec.tolerations[{i}]", tol)
+    if isinstance(spec.get("nodeName"), str) and spec["nodeName"]:
+        causes += check_subdomain("spec.nodeName", spec["nodeName"])
+    policy = spec.get("preemptionPolicy")
+    if policy is not None and policy not in PREEMPTION_POLICIES:
+        causes.append(not_supported("spec.preemptionPolicy", policy, PREEMPTION_POLICIES))
+    return causes
+
+
+def validate_node(obj: Obj) -> list[Cause]:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return []
+    causes: list[Cause] = []
+    for i, taint in _dicts(spec.get("taints")):
+        path = f"spec.taints[{i}]"
+        key = taint.get("key") or ""
+        causes += check_qualified_name(f"{path}.key", key) if key else [required(f"{path}.key")]
+        if taint.get("value"):
+            causes += check_label_value(f"{path}.value", taint["value"])
+        effect = taint.get("effect") or ""
+        if not effect:
+            causes.append(required(f"{path}.effect"))
+        elif effect not in NODE_TAINT_EFFECTS:
+            causes.append(not_supported(f"{path}.effect", effect, NODE_TAINT_EFFECTS))
     return causes

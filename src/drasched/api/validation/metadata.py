@@ -7,7 +7,16 @@ from typing import Any
 from drasched.api import kinds
 from drasched.api.errors import Cause
 from drasched.api.kinds import ResourceType
-from drasched.api.validation.names import check_label, check_subdomain, required
+from drasched.api.validation.names import (
+    bad,
+    check_label,
+    check_label_value,
+    check_qualified_name,
+    check_subdomain,
+    qualified_name_errors,
+    required,
+    too_long,
+)
 
 Obj = dict[str, Any]
 
@@ -30,6 +39,47 @@ def validate_metadata(obj: Obj, rt: ResourceType) -> list[Cause]:
             not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())
         ):
             causes.append(Cause(f"metadata.{field}", "Invalid value: values must be strings"))
+        elif value:
+            causes += (_check_labels if field == "labels" else _check_annotations)(value)
     if rt.namespaced and md.get("namespace") is not None:
         causes += check_label("metadata.namespace", md.get("namespace"))
+    causes += _check_owner_references(md.get("ownerReferences"))
+    return causes
+
+
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+
+
+def _check_labels(labels: dict[str, str]) -> list[Cause]:
+    """``ValidateLabels``: every key a qualified name, every value a label value."""
+    causes: list[Cause] = []
+    for key in sorted(labels):
+        causes += check_qualified_name("metadata.labels", key)
+        causes += check_label_value("metadata.labels", labels[key])
+    return causes
+
+
+def _check_annotations(annotations: dict[str, str]) -> list[Cause]:
+    """``ValidateAnnotations``: keys are qualified names (case-insensitive), 256 KiB in all."""
+    causes = [bad("metadata.annotations", key, msg)
+              for key in sorted(annotations) for msg in qualified_name_errors(key.lower())]
+    size = sum(len(k) + len(v) for k, v in annotations.items())
+    if size > TOTAL_ANNOTATION_SIZE_LIMIT:
+        causes.append(too_long("metadata.annotations", TOTAL_ANNOTATION_SIZE_LIMIT))
+    return causes
+
+
+def _check_owner_references(refs: Any) -> list[Cause]:
+    """``validateOwnerReference``: the path carries no index, as upstream's does."""
+    causes: list[Cause] = []
+    path = "metadata.ownerReferences"
+    for ref in refs if isinstance(refs, list) else []:
+        if not isinstance(ref, dict):
+            continue
+        api_version = ref.get("apiVersion") or ""
+        if not api_version.rsplit("/", 1)[-1]:
+            causes.append(bad(f"{path}.apiVersion", api_version, "version must not be empty"))
+        for key, what in (("kind", "kind"), ("name", "name"), ("uid", "uid")):
+            if not ref.get(key):
+                causes.append(bad(f"{path}.{key}", ref.get(key) or "", f"{what} must not be empty"))
     return causes

@@ -52,6 +52,109 @@ def check_subdomain(field: str, value: Any) -> list[Cause]:
     return []
 
 
+_QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+QUALIFIED_NAME_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+    "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+C_IDENTIFIER_MSG = (
+    "a valid C identifier must start with alphabetic character or '_', followed by a string of "
+    "alphanumeric characters or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName', regex used for "
+    "validation is '[A-Za-z_][A-Za-z0-9_]*')"
+)
+
+
+def too_many(field: str, count: int, limit: int) -> Cause:
+    """apimachinery's ``field.TooMany``: the count, never the list itself."""
+    return Cause(field, f"Too many: {count}: must have at most {limit} items", "FieldValueTooMany")
+
+
+def too_long(field: str, limit: int) -> Cause:
+    return Cause(field, f"Too long: may not be more than {limit} bytes", "FieldValueTooLong")
+
+
+def not_supported(field: str, value: Any, supported: list[str]) -> Cause:
+    listed = ", ".join(f'"{s}"' for s in supported)
+    return Cause(field, f"Unsupported value: {quote(value)}: supported values: {listed}", "FieldValueNotSupported")
+
+
+def duplicate(field: str, value: Any) -> Cause:
+    return Cause(field, f"Duplicate value: {quote(value)}", "FieldValueDuplicate")
+
+
+def forbidden(field: str, detail: str) -> Cause:
+    return Cause(field, f"Forbidden: {detail}", "FieldValueForbidden")
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """apimachinery's ``IsQualifiedName``: an optional DNS-subdomain prefix, a slash, a name."""
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            return ["prefix part must be non-empty"]
+        if len(prefix) > 253:
+            return ["prefix part must be no more than 253 bytes"]
+        if not _DNS1123_SUBDOMAIN.match(prefix):
+            return [f"prefix part {SUBDOMAIN_MSG} (e.g. 'example.com', regex used for validation is "
+                    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"]
+    else:
+        return [QUALIFIED_NAME_MSG.replace("name part must", "a qualified name must", 1)
+                .replace("(e.g. 'MyName',  or 'my.name',  or '123-abc',",
+                         "with an optional DNS subdomain prefix and '/' (e.g. 'MyName',  or 'my.name',  or "
+                         "'123-abc',  or 'example.com/MyName',", 1)]
+    if not name:
+        return ["name part must be non-empty"]
+    errors = []
+    if len(name) > 63:
+        errors.append("name part must be no more than 63 bytes")
+    if not _QUALIFIED_NAME_PART.match(name):
+        errors.append(QUALIFIED_NAME_MSG)
+    return errors
+
+
+def check_qualified_name(field: str, value: str) -> list[Cause]:
+    """A label key, taint key or annotation key (``metav1validation.ValidateLabelName``)."""
+    return [bad(field, value, msg) for msg in qualified_name_errors(value)]
+
+
+def check_label_value(field: str, value: str) -> list[Cause]:
+    causes = []
+    if len(value) > 63:
+        causes.append(bad(field, value, "must be no more than 63 bytes"))
+    if not _LABEL_VALUE.match(value):
+        causes.append(bad(field, value, LABEL_VALUE_MSG))
+    return causes
+
+
+def check_c_identifier(field: str, value: str, max_len: int = 32) -> list[Cause]:
+    causes = [too_long(field, max_len)] if len(value) > max_len else []
+    if not C_IDENTIFIER.match(value):
+        causes.append(bad(field, value, C_IDENTIFIER_MSG))
+    return causes
+
+
+def check_driver_name(field: str, value: Any) -> list[Cause]:
+    """``ValidateCSIDriverName``: at most 63 bytes, then a DNS subdomain."""
+    if not isinstance(value, str) or not value:
+        return [required(field)]
+    causes = [too_long(field, 63)] if len(value) > 63 else []
+    if not _DNS1123_SUBDOMAIN.match(value):
+        causes.append(bad(field, value, SUBDOMAIN_MSG + " (e.g. 'example.com', regex used for validation is "
+                                                       "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"))
+    return causes
+
+
 def qualified_kind(rt: ResourceType) -> str:
     """``ResourceClaim.resource.k8s.io`` as the API server names a kind in errors."""
     return f"{rt.kind}.{rt.group}" if rt.group else rt.kind

@@ -1,47 +1,239 @@
-"""resource.k8s.io kinds' rules, from pkg/apis/resource/validation/validation.go."""
+"""resource.k8s.io kinds' rules, from pkg/apis/resource/validation/validation.go (and the
+declarative ``+k8s:maxItems`` / ``+k8s:enum`` tags of the resource.k8s.io/v1 types)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from drasched.api.errors import Cause
-from drasched.api.validation.names import bad, check_label, check_subdomain, required
+from drasched.api.validation.names import (
+    bad,
+    check_c_identifier,
+    check_driver_name,
+    check_label,
+    check_label_value,
+    check_qualified_name,
+    check_subdomain,
+    duplicate,
+    not_supported,
+    required,
+    too_long,
+    too_many,
+)
+from drasched.cel.validate import selector_errors
 
 Obj = dict[str, Any]
 
+# Limits from pkg/apis/resource/types.go.
+DEVICE_REQUESTS_MAX = 32
+DEVICE_SELECTORS_MAX = 32
+DEVICE_CONSTRAINTS_MAX = 32
+DEVICE_CONFIG_MAX = 32
+FIRST_AVAILABLE_MAX = 8
+DEVICE_TOLERATIONS_MAX = 16
+DEVICE_TAINTS_MAX = 16
+ATTRIBUTES_AND_CAPACITIES_MAX = 32
+RESERVED_FOR_MAX = 256
+POOL_NAME_MAX = 253
+DEVICE_MAX_ID_LENGTH = 32
+DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH = 64
+SLICE_MAX_DEVICES = 128
+SLICE_MAX_DEVICES_ADVANCED = 64
 
-def _validate_device_request(path: str, req: Obj, in_first_available: bool = False) -> list[Cause]:
-    causes = check_label(f"{path}.name", req.get("name"))
-    body: Obj
-    if in_first_available:
-        body = req
+TAINT_EFFECTS = ["NoExecute", "NoSchedule", "None"]
+TOLERATION_OPERATORS = ["Equal", "Exists"]
+REQUEST_REF_MSG = ("must be the name of a request in the claim or the name of a request and a subrequest "
+                   "separated by '/'")
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _dicts(value: Any) -> list[tuple[int, Obj]]:
+    return [(i, v) for i, v in enumerate(_list(value)) if isinstance(v, dict)]
+
+
+def check_pool_name(field: str, name: Any) -> list[Cause]:
+    if not isinstance(name, str) or not name:
+        return [required(field)]
+    causes = [too_long(field, POOL_NAME_MAX)] if len(name) > POOL_NAME_MAX else []
+    for part in name.split("/"):
+        causes += check_subdomain(field, part) if part else [required(field)]
+    return causes
+
+
+def check_resource_qualified_name(field: str, name: str) -> list[Cause]:
+    """An attribute or capacity name: a C identifier, optionally prefixed by a domain and '/'."""
+    parts = name.split("/")
+    if len(parts) == 1:
+        return check_c_identifier(field, parts[0], DEVICE_MAX_ID_LENGTH)
+    if len(parts) > 2:
+        return [bad(field, name, "must not contain more than one slash")]
+    domain, ident = parts
+    causes = [bad(field, "", "the domain must not be empty")] if not domain else check_driver_name(field, domain)
+    causes += [bad(field, "", "the name must not be empty")] if not ident else check_c_identifier(
+        field, ident, DEVICE_MAX_ID_LENGTH)
+    return causes
+
+
+def _check_fully_qualified_name(field: str, name: Any) -> list[Cause]:
+    if not isinstance(name, str):
+        return [required(field)]
+    causes = check_resource_qualified_name(field, name)
+    if "/" not in name:
+        causes.append(bad(field, name, "a fully qualified name must be a domain and a name separated by a slash"))
+    return causes
+
+
+def check_device_toleration(path: str, tol: Obj) -> list[Cause]:
+    causes: list[Cause] = []
+    key, value, op = tol.get("key") or "", tol.get("value") or "", tol.get("operator") or ""
+    if key:
+        causes += check_qualified_name(f"{path}.key", key)
+    if op == "Exists":
+        if value:
+            causes.append(bad(f"{path}.value", value, "must be empty for operator `Exists`"))
+    elif op == "Equal":
+        causes += check_label_value(f"{path}.value", value)
+    elif not op:
+        causes.append(required(f"{path}.operator"))
     else:
-        exactly, first = req.get("exactly"), req.get("firstAvailable")
-        if (exactly is None) == (first is None):
-            return [*causes, Cause(path, "Required value: exactly one of `exactly` or `firstAvailable` "
-                                         "is required", "FieldValueRequired")]
-        if first is not None:
-            if not first:
-                causes.append(required(f"{path}.firstAvailable"))
-            for j, sub in enumerate(first):
-                causes += _validate_device_request(f"{path}.firstAvailable[{j}]", sub, True)
-            return causes
-        body = exactly or {}
-        path = f"{path}.exactly"
-    causes += check_subdomain(f"{path}.deviceClassName", body.get("deviceClassName"))
-    mode = body.get("allocationMode", "ExactCount")
-    if mode not in ("ExactCount", "All"):
-        causes.append(Cause(f"{path}.allocationMode", f'Unsupported value: "{mode}": supported values: '
-                                                      '"All", "ExactCount"', "FieldValueNotSupported"))
-    count = body.get("count")
-    if count is not None and (not isinstance(count, int) or count <= 0):
-        causes.append(bad(f"{path}.count", count, "must be greater than zero"))
-    if count is not None and mode == "All":
-        causes.append(Cause(f"{path}.count", "Invalid value: must not be specified when allocationMode is All"))
-    for k, sel in enumerate(body.get("selectors") or []):
-        expr = (sel.get("cel") or {}).get("expression")
+        causes.append(not_supported(f"{path}.operator", op, TOLERATION_OPERATORS))
+    effect = tol.get("effect") or ""
+    if effect and effect not in TAINT_EFFECTS:
+        causes.append(not_supported(f"{path}.effect", effect, TAINT_EFFECTS))
+    return causes
+
+
+def check_device_taint(path: str, taint: Obj) -> list[Cause]:
+    key = taint.get("key") or ""
+    causes = check_qualified_name(f"{path}.key", key) if key else [required(f"{path}.key")]
+    if taint.get("value"):
+        causes += check_label_value(f"{path}.value", taint["value"])
+    effect = taint.get("effect") or ""
+    if not effect:
+        causes.append(required(f"{path}.effect"))
+    elif effect not in TAINT_EFFECTS:
+        causes.append(not_supported(f"{path}.effect", effect, TAINT_EFFECTS))
+    return causes
+
+
+def _check_selectors(path: str, selectors: Any) -> list[Cause]:
+    selectors = _list(selectors)
+    if len(selectors) > DEVICE_SELECTORS_MAX:
+        return [too_many(path, len(selectors), DEVICE_SELECTORS_MAX)]
+    causes: list[Cause] = []
+    for k, sel in _dicts(selectors):
+        cel = sel.get("cel")
+        if not isinstance(cel, dict):
+            causes.append(required(f"{path}[{k}].cel"))
+            continue
+        expr = cel.get("expression")
         if not isinstance(expr, str) or not expr:
-            causes.append(required(f"{path}.selectors[{k}].cel.expression"))
+            causes.append(required(f"{path}[{k}].cel.expression"))
+            continue
+        # compiled with the DRA environment, as the API server does (length, syntax, types, cost)
+        causes += [Cause(f"{path}[{k}].cel.expression", e.message, e.reason) for e in selector_errors(expr)]
+    return causes
+
+
+def _check_request_body(path: str, body: Obj) -> list[Cause]:
+    """What ``exactly`` and a ``firstAvailable`` entry share: class, selectors, mode, tolerations."""
+    causes = check_subdomain(f"{path}.deviceClassName", body.get("deviceClassName"))
+    causes += _check_selectors(f"{path}.selectors", body.get("selectors"))
+    mode = body.get("allocationMode", "ExactCount")
+    count = body.get("count")
+    if mode == "All":
+        if count:
+            causes.append(bad(f"{path}.count", count, "must not be specified when allocationMode is 'All'"))
+    elif mode == "ExactCount":
+        # an absent count defaults to 1 before the API server validates
+        if count is not None and (not isinstance(count, int) or count <= 0):
+            causes.append(bad(f"{path}.count", count, "must be greater than zero"))
+    else:
+        causes.append(not_supported(f"{path}.allocationMode", mode, ["All", "ExactCount"]))
+    tolerations = _list(body.get("tolerations"))
+    if len(tolerations) > DEVICE_TOLERATIONS_MAX:
+        causes.append(too_many(f"{path}.tolerations", len(tolerations), DEVICE_TOLERATIONS_MAX))
+    else:
+        for t, tol in _dicts(tolerations):
+            causes += check_device_toleration(f"{path}.tolerations[{t}]", tol)
+    return causes
+
+
+def _validate_device_request(path: str, req: Obj) -> list[Cause]:
+    causes = check_label(f"{path}.name", req.get("name"))
+    exactly, first = req.get("exactly"), req.get("firstAvailable")
+    if exactly is not None and first:
+        return [*causes, bad(path, None, "exactly one of `exactly` or `firstAvailable` is required, "
+                                         "but multiple fields are set")]
+    if first:
+        first = _list(first)
+        if len(first) > FIRST_AVAILABLE_MAX:
+            return [*causes, too_many(f"{path}.firstAvailable", len(first), FIRST_AVAILABLE_MAX)]
+        seen: set[Any] = set()
+        for j, sub in _dicts(first):
+            spath = f"{path}.firstAvailable[{j}]"
+            causes += check_label(f"{spath}.name", sub.get("name"))
+            causes += _check_request_body(spath, sub)
+            if sub.get("name") in seen:
+                causes.append(duplicate(spath, sub.get("name")))
+            seen.add(sub.get("name"))
+        return causes
+    if not isinstance(exactly, dict):
+        return [*causes, Cause(path, "Required value: exactly one of `exactly` or `firstAvailable` "
+                                     "is required", "FieldValueRequired")]
+    return causes + _check_request_body(f"{path}.exactly", exactly)
+
+
+def _request_names(requests: list[Any]) -> dict[str, set[Any]]:
+    names: dict[str, set[Any]] = {}
+    for _, req in _dicts(requests):
+        if isinstance(req.get("name"), str):
+            names[req["name"]] = {s.get("name") for _, s in _dicts(req.get("firstAvailable"))}
+    return names
+
+
+def _check_request_ref(field: str, ref: Any, names: dict[str, set[Any]]) -> list[Cause]:
+    if not isinstance(ref, str):
+        return [bad(field, ref, REQUEST_REF_MSG)]
+    segments = ref.split("/")
+    if len(segments) > 2:
+        return [bad(field, ref, REQUEST_REF_MSG)]
+    causes: list[Cause] = []
+    for seg in segments:
+        causes += check_label(field, seg)
+    known = segments[0] in names and (len(segments) == 1 or segments[1] in names[segments[0]])
+    if not known:
+        causes.append(bad(field, ref, REQUEST_REF_MSG))
+    return causes
+
+
+def _check_request_refs(path: str, refs: Any, names: dict[str, set[Any]]) -> list[Cause]:
+    refs = _list(refs)
+    if len(refs) > DEVICE_REQUESTS_MAX:
+        return [too_many(path, len(refs), DEVICE_REQUESTS_MAX)]
+    causes: list[Cause] = []
+    seen: set[Any] = set()
+    for j, ref in enumerate(refs):
+        causes += _check_request_ref(f"{path}[{j}]", ref, names)
+        if isinstance(ref, str) and ref in seen:
+            causes.append(duplicate(f"{path}[{j}]", ref))
+        seen.add(ref if isinstance(ref, str) else None)
+    return causes
+
+
+def _check_opaque_config(path: str, config: Obj) -> list[Cause]:
+    opaque = config.get("opaque")
+    if not isinstance(opaque, dict):
+        return [required(f"{path}.opaque")]
+    causes = check_driver_name(f"{path}.opaque.driver", opaque.get("driver"))
+    params = opaque.get("parameters")
+    if params is None:
+        causes.append(required(f"{path}.opaque.parameters"))
+    elif not isinstance(params, dict):
+        causes.append(bad(f"{path}.opaque.parameters", "<value omitted>", "must be a valid JSON object"))
     return causes
 
 
@@ -49,33 +241,72 @@ def _validate_claim_spec(spec: Any, path: str) -> list[Cause]:
     if not isinstance(spec, dict):
         return [required(path)]
     devices = spec.get("devices") or {}
+    if not isinstance(devices, dict):
+        return [required(f"{path}.devices")]
     causes: list[Cause] = []
-    names: set[str] = set()
-    requests = devices.get("requests") or []
-    for i, req in enumerate(requests):
-        rpath = f"{path}.devices.requests[{i}]"
-        causes += _validate_device_request(rpath, req)
-        if req.get("name") in names:
-            causes.append(Cause(f"{rpath}.name", f'Duplicate value: "{req.get("name")}"', "FieldValueDuplicate"))
-        names.add(req.get("name"))
-    if len(requests) > 32:
-        causes.append(Cause(f"{path}.devices.requests", f"Too many: {len(requests)}: must have at most 32 items",
-                            "FieldValueTooMany"))
-    for i, con in enumerate(devices.get("constraints") or []):
-        cpath = f"{path}.devices.constraints[{i}]"
-        for j, r in enumerate(con.get("requests") or []):
-            if r.split("/", 1)[0] not in names:
-                causes.append(bad(f"{cpath}.requests[{j}]", r, "must be the name of a request in the claim "
-                                                                "or the name of a request and a subrequest "
-                                                                "separated by '/'"))
-        if (con.get("matchAttribute") is None) == (con.get("distinctAttribute") is None):
-            causes.append(Cause(cpath, "Required value: exactly one of `matchAttribute` or "
-                                       "`distinctAttribute` is required", "FieldValueRequired"))
+    requests = _list(devices.get("requests"))
+    if len(requests) > DEVICE_REQUESTS_MAX:
+        causes.append(too_many(f"{path}.devices.requests", len(requests), DEVICE_REQUESTS_MAX))
+    else:
+        seen: set[Any] = set()
+        for i, req in _dicts(requests):
+            rpath = f"{path}.devices.requests[{i}]"
+            causes += _validate_device_request(rpath, req)
+            if req.get("name") in seen:
+                causes.append(duplicate(rpath, req.get("name")))
+            seen.add(req.get("name"))
+    names = _request_names(requests)
+    constraints = _list(devices.get("constraints"))
+    if len(constraints) > DEVICE_CONSTRAINTS_MAX:
+        causes.append(too_many(f"{path}.devices.constraints", len(constraints), DEVICE_CONSTRAINTS_MAX))
+    else:
+        for i, con in _dicts(constraints):
+            cpath = f"{path}.devices.constraints[{i}]"
+            causes += _check_request_refs(f"{cpath}.requests", con.get("requests"), names)
+            if con.get("matchAttribute") is not None:
+                causes += _check_fully_qualified_name(f"{cpath}.matchAttribute", con["matchAttribute"])
+            elif con.get("distinctAttribute") is not None:
+                causes += _check_fully_qualified_name(f"{cpath}.distinctAttribute", con["distinctAttribute"])
+            else:
+                causes.append(Cause(cpath, "Required value: exactly one of \"matchAttribute\" or "
+                                           "\"distinctAttribute\" is required, but multiple fields are set",
+                                    "FieldValueRequired"))
+    configs = _list(devices.get("config"))
+    if len(configs) > DEVICE_CONFIG_MAX:
+        causes.append(too_many(f"{path}.devices.config", len(configs), DEVICE_CONFIG_MAX))
+    else:
+        for i, config in _dicts(configs):
+            cfg_path = f"{path}.devices.config[{i}]"
+            causes += _check_request_refs(f"{cfg_path}.requests", config.get("requests"), names)
+            causes += _check_opaque_config(cfg_path, config)
     return causes
 
 
 def validate_claim(obj: Obj) -> list[Cause]:
     return _validate_claim_spec(obj.get("spec"), "spec")
+
+
+def validate_claim_status(obj: Obj) -> list[Cause]:
+    """The status subresource's rules: reservedFor entries and their limit."""
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        return []
+    reserved = _list(status.get("reservedFor"))
+    if len(reserved) > RESERVED_FOR_MAX:
+        return [too_many("status.reservedFor", len(reserved), RESERVED_FOR_MAX)]
+    causes: list[Cause] = []
+    seen: set[Any] = set()
+    for i, ref in _dicts(reserved):
+        for key in ("resource", "name", "uid"):
+            if not ref.get(key):
+                causes.append(required(f"status.reservedFor[{i}].{key}"))
+        if ref.get("uid") and ref["uid"] in seen:
+            causes.append(duplicate(f"status.reservedFor[{i}]", ref["uid"]))
+        seen.add(ref.get("uid"))
+    if reserved and not status.get("allocation"):
+        causes.append(Cause("status.reservedFor", "Forbidden: may not be specified when `allocated` is not set",
+                            "FieldValueForbidden"))
+    return causes
 
 
 def validate_claim_template(obj: Obj) -> list[Cause]:
@@ -87,11 +318,85 @@ def validate_claim_template(obj: Obj) -> list[Cause]:
 
 def validate_device_class(obj: Obj) -> list[Cause]:
     spec = obj.get("spec") or {}
+    causes = _check_selectors("spec.selectors", spec.get("selectors"))
+    configs = _list(spec.get("config"))
+    if len(configs) > DEVICE_CONFIG_MAX:
+        causes.append(too_many("spec.config", len(configs), DEVICE_CONFIG_MAX))
+    else:
+        for i, config in _dicts(configs):
+            causes += _check_opaque_config(f"spec.config[{i}]", config)
+    return causes
+
+
+def _check_attribute(path: str, attr: Any) -> list[Cause]:
+    if not isinstance(attr, dict):
+        return []
+    set_fields = [f for f in ("bool", "int", "string", "version") if attr.get(f) is not None]
     causes: list[Cause] = []
-    for k, sel in enumerate(spec.get("selectors") or []):
-        expr = (sel.get("cel") or {}).get("expression")
-        if not isinstance(expr, str) or not expr:
-            causes.append(required(f"spec.selectors[{k}].cel.expression"))
+    string = attr.get("string")
+    if isinstance(string, str) and len(string) > DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH:
+        causes.append(too_long(f"{path}.string", DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH))
+    if len(set_fields) != 1:
+        causes.append(bad(path, "" if not set_fields else attr, "exactly one value must be specified"))
+    return causes
+
+
+def _validate_device(path: str, dev: Obj, per_device_nodes: bool) -> list[Cause]:
+    causes = check_label(f"{path}.name", dev.get("name"))
+    attributes: Obj = dev["attributes"] if isinstance(dev.get("attributes"), dict) else {}
+    capacity: Obj = dev["capacity"] if isinstance(dev.get("capacity"), dict) else {}
+    total = len(attributes) + len(capacity)
+    if total > ATTRIBUTES_AND_CAPACITIES_MAX:
+        causes.append(bad(path, total, "the total number of attributes and capacities must not exceed "
+                                       f"{ATTRIBUTES_AND_CAPACITIES_MAX}"))
+    for name in sorted(attributes):
+        causes += check_resource_qualified_name(f"{path}.attributes", name)
+        causes += _check_attribute(f"{path}.attributes[{name}]", attributes[name])
+    for name in sorted(capacity):
+        causes += check_resource_qualified_name(f"{path}.capacity", name)
+    taints = _list(dev.get("taints"))
+    if len(taints) > DEVICE_TAINTS_MAX:
+        causes.append(too_many(f"{path}.taints", len(taints), DEVICE_TAINTS_MAX))
+    else:
+        for t, taint in _dicts(taints):
+            causes += check_device_taint(f"{path}.taints[{t}]", taint)
+    placed = [f for f in ("nodeName", "nodeSelector", "allNodes") if dev.get(f) is not None]
+    if placed and not per_device_nodes:
+        causes.append(bad(path, None, "`nodeName`, `nodeSelector` and `allNodes` can only be set if "
+                                      "`perDeviceNodeSelection` is set to true in the ResourceSlice spec"))
+    if isinstance(dev.get("nodeName"), str) and dev["nodeName"]:
+        causes += check_subdomain(f"{path}.nodeName", dev["nodeName"])
+    return causes
+
+
+def _check_node_selection(spec: Obj) -> list[Cause]:
+    causes: list[Cause] = []
+    chosen: list[str] = []
+    node_name = spec.get("nodeName")
+    if node_name is not None:
+        if node_name:
+            chosen.append("`nodeName`")
+            causes += check_subdomain("spec.nodeName", node_name)
+        else:
+            causes.append(bad("spec.nodeName", node_name, "must be either unset or set to a non-empty string"))
+    if spec.get("nodeSelector") is not None:
+        chosen.append("`nodeSelector`")
+        terms = _list((spec["nodeSelector"] or {}).get("nodeSelectorTerms")
+                      if isinstance(spec["nodeSelector"], dict) else None)
+        if len(terms) != 1:
+            causes.append(Cause("spec.nodeSelector.nodeSelectorTerms",
+                                "Invalid value: must have exactly one node selector term"))
+    for flag in ("allNodes", "perDeviceNodeSelection"):
+        if spec.get(flag) is not None:
+            if spec[flag] is True:
+                chosen.append(f"`{flag}`")
+            else:
+                causes.append(bad(f"spec.{flag}", spec[flag], "must be either unset or set to true"))
+    which = "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"
+    if not chosen:
+        causes.append(Cause("spec", f"Required value: {which}", "FieldValueRequired"))
+    elif len(chosen) > 1:
+        causes.append(bad("spec", "{" + ", ".join(chosen) + "}", f"{which}, but multiple fields are set"))
     return causes
 
 
@@ -99,34 +404,32 @@ def validate_slice(obj: Obj) -> list[Cause]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return [required("spec")]
-    causes = check_subdomain("spec.driver", spec.get("driver"))
+    causes = check_driver_name("spec.driver", spec.get("driver"))
     pool = spec.get("pool")
     if not isinstance(pool, dict):
         causes.append(required("spec.pool"))
     else:
-        if not pool.get("name"):
-            causes.append(required("spec.pool.name"))
-        if not isinstance(pool.get("resourceSliceCount"), int) or pool["resourceSliceCount"] <= 0:
-            causes.append(bad("spec.pool.resourceSliceCount", pool.get("resourceSliceCount"),
+        causes += check_pool_name("spec.pool.name", pool.get("name"))
+        count = pool.get("resourceSliceCount")
+        if not isinstance(count, int) or count <= 0:
+            causes.append(bad("spec.pool.resourceSliceCount", count if count is not None else 0,
                               "must be greater than zero"))
-    chosen = [f for f in ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection") if spec.get(f)]
-    if len(chosen) != 1:
-        causes.append(Cause("spec", "Invalid value: exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
-                                    "`perDeviceNodeSelection` is required"))
-    names: set[str] = set()
-    for i, dev in enumerate(spec.get("devices") or []):
-        causes += check_label(f"spec.devices[{i}].name", dev.get("name"))
-        if dev.get("name") in names:
-            causes.append(Cause(f"spec.devices[{i}].name", f'Duplicate value: "{dev.get("name")}"',
-                                "FieldValueDuplicate"))
-        names.add(dev.get("name"))
-    devices = spec.get("devices") or []
-    if devices and spec.get("sharedCounters"):
-        causes.append(Cause("spec", "Invalid value: only one of `devices` and `sharedCounters` may be set "
-                                    "in a ResourceSlice"))
-    limit = 64 if any(d.get("taints") or d.get("consumesCounters") for d in devices) else 128
+        generation = pool.get("generation")
+        if isinstance(generation, int) and generation < 0:
+            causes.append(bad("spec.pool.generation", generation, "must be greater than or equal to zero"))
+    causes += _check_node_selection(spec)
+    devices = _list(spec.get("devices"))
+    if spec.get("devices") is not None and spec.get("sharedCounters") is not None:
+        causes.append(bad("spec", "", "only one of `sharedCounters` or `devices` is allowed"))
+    advanced = any(isinstance(d, dict) and (d.get("taints") or d.get("consumesCounters")) for d in devices)
+    limit = SLICE_MAX_DEVICES_ADVANCED if advanced else SLICE_MAX_DEVICES
     if len(devices) > limit:
-        causes.append(Cause("spec.devices", f"Too many: {len(devices)}: must have at most {limit} items"
-                            + (" when devices use taints or consume counters" if limit == 64 else ""),
-                            "FieldValueTooMany"))
+        causes.append(too_many("spec.devices", len(devices), limit))
+        return causes
+    seen: set[Any] = set()
+    for i, dev in _dicts(devices):
+        causes += _validate_device(f"spec.devices[{i}]", dev, spec.get("perDeviceNodeSelection") is True)
+        if dev.get("name") in seen:
+            causes.append(duplicate(f"spec.devices[{i}]", dev.get("name")))
+        seen.add(dev.get("name"))
     return causes

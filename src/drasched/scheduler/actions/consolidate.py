@@ -14,6 +14,8 @@ no higher than the gang's. On by default for every node order, spread included.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -21,10 +23,28 @@ import numpy as np
 from drasched.scheduler.accounting import ALLOCATED
 from drasched.scheduler.actions.nominated import placed_demand
 from drasched.scheduler.actions.search import Rule, VictimSearch, needed_tasks
-from drasched.scheduler.eviction import CONSOLIDATE
+from drasched.scheduler.eviction import CONSOLIDATE, EvictionState
 from drasched.scheduler.session import Session, Statement
 from drasched.scheduler.snapshot import GroupInfo
 from drasched.scheduler.victims import VictimGang
+
+
+@dataclass(frozen=True, slots=True)
+class HeldForMove:
+    """Moved pods' new places held (ghosts), their demand left out of their queue's reported status."""
+
+    state: EvictionState
+    moved: tuple[str, ...]
+    queue: str
+    held: Mapping[str, float]
+
+    def apply(self) -> None:
+        self.state.ghosts.update(self.moved)
+        self.state.status_delta.add(ALLOCATED, self.queue, self.held, -1.0)
+
+    def revert(self) -> None:
+        self.state.ghosts.difference_update(self.moved)
+        self.state.status_delta.add(ALLOCATED, self.queue, self.held)
 
 
 def consolidate(session: Session, shares: dict[str, dict[str, Fraction]]) -> None:
@@ -51,16 +71,8 @@ def _rule(session: Session, search: VictimSearch, g: GroupInfo) -> Rule:
             if not search.try_place(stmt, v.group, p, away):
                 return False
         moved = [p.key for p, _ in v.pods]
-        state = session.disruption
         held = placed_demand(session, [p for p, _ in v.pods])
-        state.ghosts.update(moved)
-        state.status_delta.add(ALLOCATED, v.queue, held, -1.0)
-
-        def undo() -> None:
-            state.ghosts.difference_update(moved)
-            state.status_delta.add(ALLOCATED, v.queue, held)
-
-        session.journal.append(undo)
+        session.apply(HeldForMove(session.disruption, tuple(moved), v.queue, held))
         return True
 
     def reason(v: VictimGang) -> str:

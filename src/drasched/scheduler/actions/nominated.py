@@ -14,6 +14,8 @@ other gang, its gang is tried on the nominated nodes:
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from drasched.scheduler.accounting import ALLOCATED
@@ -114,26 +116,40 @@ def hold(session: Session, g: GroupInfo, tasks: list[PodInfo]) -> None:
 
     What they add to the queue's usage is left out of its reported status until they are bound.
     """
-    state = session.disruption
     snap = session.snap
     held = {t.key: snap.nodes[session.placements[t.key].node].name for t in tasks}
-    hold_demand = placed_demand(session, tasks)
-    state.nominated.update(held)
-    state.status_delta.add(ALLOCATED, g.queue, hold_demand, -1.0)
-    old = {k: session.unschedulable.get(k) for k in held}
-    for k, node in held.items():
-        session.unschedulable[k] = nominated_message(node)
+    session.apply(Nominated(session, g.queue, held, placed_demand(session, tasks)))
 
-    def undo() -> None:
-        for k, m in old.items():
-            state.nominated.pop(k, None)
+
+@dataclass(slots=True, eq=False)
+class Nominated:
+    """Preemptors held on the nodes their victims free: nominated, out of their queue's reported status."""
+
+    session: Session
+    queue: str
+    held: dict[str, str]
+    """Pod key -> node name."""
+    demand: dict[str, float]
+    old: dict[str, str | None] = field(default_factory=dict)
+
+    def apply(self) -> None:
+        s = self.session
+        state = s.disruption
+        state.nominated.update(self.held)
+        state.status_delta.add(ALLOCATED, self.queue, self.demand, -1.0)
+        self.old = {k: s.unschedulable.get(k) for k in self.held}
+        for k, node in self.held.items():
+            s.unschedulable[k] = nominated_message(node)
+
+    def revert(self) -> None:
+        s = self.session
+        for k, m in self.old.items():
+            s.disruption.nominated.pop(k, None)
             if m is None:
-                session.unschedulable.pop(k, None)
+                s.unschedulable.pop(k, None)
             else:
-                session.unschedulable[k] = m
-        state.status_delta.add(ALLOCATED, g.queue, hold_demand)
-
-    session.journal.append(undo)
+                s.unschedulable[k] = m
+        s.disruption.status_delta.add(ALLOCATED, self.queue, self.demand)
 
 
 def placed_demand(session: Session, pods: list[PodInfo]) -> dict[str, float]:

@@ -7,31 +7,30 @@ among those with gangs left is chosen, ties to the higher priority, then the nam
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 from drasched.scheduler.accounting import ALLOCATED, QueueUsage
-from drasched.scheduler.constants import PODS
 from drasched.scheduler.fairshare import SELF_SUFFIX
+from drasched.scheduler.plugins.fairshare import share_ratio
 from drasched.scheduler.queues import QueueTree
 
+Ratio = Callable[[Mapping[str, float], Mapping[str, Fraction]], float]
 
-def share_ratio(allocated: Mapping[str, float], share: Mapping[str, Fraction]) -> float:
-    ratio = 0.0
-    for d, v in allocated.items():
-        if d == PODS or v <= 0:
-            continue
-        f = share.get(d, Fraction(0))
-        ratio = max(ratio, v / float(f) if f > 0 else math.inf)
-    return ratio
+__all__ = ["QueuePicker", "share_ratio"]
+
+
+def _no_ratio(allocated: Mapping[str, float], share: Mapping[str, Fraction]) -> float:
+    return 0.0
 
 
 class QueuePicker:
     """Hierarchical deficit order over queues with pending gangs."""
 
     def __init__(self, tree: QueueTree, usage: QueueUsage, shares: Mapping[str, Mapping[str, Fraction]],
-                 pending: Mapping[str, int]) -> None:
+                 pending: Mapping[str, int], ratio: Ratio | None = share_ratio) -> None:
+        """``ratio``: the queue order plugin's (``None``: none enabled, priority then name)."""
+        self.ratio = ratio or _no_ratio
         self.tree = tree
         self.usage = usage
         self.shares = shares
@@ -55,11 +54,11 @@ class QueuePicker:
         while True:
             options: list[tuple[float, int, str, bool]] = []
             for q in level:
-                options.append((share_ratio(self.usage.of(ALLOCATED, q), self.shares.get(q, {})),
+                options.append((self.ratio(self.usage.of(ALLOCATED, q), self.shares.get(q, {})),
                                 -self.tree.queues[q].priority, q, False))
             if own_of is not None and self.own.get(own_of, 0) > 0:
                 mine = self.usage.own[ALLOCATED].get(own_of, {})
-                options.append((share_ratio(mine, self.shares.get(own_of + SELF_SUFFIX, {})),
+                options.append((self.ratio(mine, self.shares.get(own_of + SELF_SUFFIX, {})),
                                 -self.tree.queues[own_of].priority, own_of, True))
             if not options:
                 return None

@@ -44,6 +44,40 @@ from drasched.scheduler.victims import VictimGang, VictimIndex, victim_index
 EPS = 1e-9
 MAX_REPRIEVE = 8
 """Victim sets up to this size get the "spare what is not needed" pass."""
+
+
+@dataclass(slots=True, eq=False)
+class EvictionsChosen:
+    """Victims chosen for a gang: evictions queued, the gang's unschedulable message cleared."""
+
+    session: Session
+    group: str
+    evictions: tuple[Eviction, ...]
+    old_message: str | None = None
+
+    def apply(self) -> None:
+        self.session.disruption.evictions.extend(self.evictions)
+        self.old_message = self.session.group_messages.pop(self.group, None)
+
+    def revert(self) -> None:
+        evictions = self.session.disruption.evictions
+        del evictions[len(evictions) - len(self.evictions):]
+        if self.old_message is not None:
+            self.session.group_messages[self.group] = self.old_message
+
+
+@dataclass(frozen=True, slots=True)
+class GangEvicted:
+    """A victim gang marked evicted (not chosen twice)."""
+
+    gone: set[str]
+    key: str
+
+    def apply(self) -> None:
+        self.gone.add(self.key)
+
+    def revert(self) -> None:
+        self.gone.discard(self.key)
 Cost = tuple[int, int, float, int]
 
 
@@ -151,18 +185,9 @@ class VictimSearch:
     def _record(self, g: GroupInfo, tasks: list[PodInfo], chosen: list[tuple[VictimGang, PodInfo]], rule: Rule) -> None:
         s = self.session
         snap = s.snap
-        state = s.disruption
         evictions = [Eviction(p, snap.nodes[j].name, t, rule.action, self._reasons.get(v.key, rule.action))
                      for v, t in chosen for p, j in v.pods]
-        state.evictions.extend(evictions)
-        old_group = s.group_messages.pop(g.key, None)
-
-        def undo() -> None:
-            del state.evictions[len(state.evictions) - len(evictions):]
-            if old_group is not None:
-                s.group_messages[g.key] = old_group
-
-        s.journal.append(undo)
+        s.apply(EvictionsChosen(s, g.key, tuple(evictions)))
         hold(s, g, tasks)
 
     # ------------------------------------------------------------------ one pod
@@ -258,9 +283,7 @@ class VictimSearch:
         for p, node in v.pods:
             release(s, p, node, v.queue)
         self.index.budgets.spend(v)
-        gone = s.disruption.evicted_gangs
-        gone.add(v.key)
-        s.journal.append(lambda: gone.discard(v.key))
+        s.apply(GangEvicted(s.disruption.evicted_gangs, v.key))
         if rule.after_evict is not None and not rule.after_evict(stmt, v, j):
             stmt.rollback(mark)
             return False

@@ -1,4 +1,5 @@
-"""One pod: claims resolved, queue limits, static predicates, vector fit, node order, allocator.
+"""One pod: claims resolved, queue limits, then the profile's plugins: static filters, vector
+fit, other filters, scorers, claim allocation.
 
 The allocator runs last and lazily: on the feasible nodes in score order until one works,
 and the allocation it found there is the one bound (never computed twice). A node where
@@ -23,9 +24,11 @@ from drasched.scheduler.accounting import ALLOCATED, demand_with_claims
 from drasched.scheduler.claims import PodClaim
 from drasched.scheduler.constants import GPU
 from drasched.scheduler.extended import PodExtended, SpecialClaim, stale_message
+from drasched.scheduler.framework.api import PodState
+from drasched.scheduler.framework.profile import Profile
 from drasched.scheduler.messages import Diagnosis, queue_limit_message
+from drasched.scheduler.plugins.dra import MSG_DRA_DISABLED, MSG_EXTENDED_DISABLED
 from drasched.scheduler.plugins.fit import RowNeed, class_reasons, fit_mask, fit_reasons
-from drasched.scheduler.plugins.nodeorder import order_nodes
 from drasched.scheduler.plugins.predicates import StaticResult
 from drasched.scheduler.podinfo import PodInfo
 from drasched.scheduler.session import Session, Statement
@@ -118,6 +121,11 @@ def place_task(session: Session, stmt: Statement, g: GroupInfo, t: PodInfo, mask
     if waits:
         return "; ".join(w for w in waits if w)
     claims = [c for c in resolved if c.key]
+    profile = session.profile
+    px = snap.extended.pod(t)
+    refused = _disabled_dra(profile, claims, px)
+    if refused is not None:
+        return refused
     for c in claims:
         problem = _reservation_problem(session, c, g.ref["uid"] if c.group else t.uid)
         if problem:
@@ -128,21 +136,22 @@ def place_task(session: Session, stmt: Statement, g: GroupInfo, t: PodInfo, mask
         return queue_limit_message(snap.n_nodes, *over)
 
     container, classes = task_needs(session, t)
-    px = ext.pod(t)
+    state = PodState(session, t, container, classes, px, claims)
     st = session.static(t)
     base = st.ok if mask is None else st.ok & mask
     pins = [(c.key, m) for c in claims if c.key and (m := session.allocation_nodes(c.key)) is not None]
     for _, m in pins:
         base = base & m
-    all_needs = container + [n for _, n in classes]
-    feasible = fit_mask(session.idle, all_needs, base)
-    if px is not None:
-        feasible &= ext.fit(session.idle, px, base)
+    fit_rows = [n for n in container if profile.checks_row(n)]
+    feasible = fit_mask(session.idle, fit_rows + [n for _, n in classes], base)
+    if px is not None and profile.extended is not None:
+        feasible &= profile.extended.filter(state, base)
+    for f in profile.filters:
+        feasible = f.filter(state, feasible)
     candidates = np.flatnonzero(feasible)
     tried: dict[int, list[Reason]] = {}
     if candidates.size:
-        order = order_nodes(snap.allocatable, session.used, all_needs, candidates, session.config.node_order,
-                            session.weights)
+        order = profile.order(state, candidates)
         if not claims and (px is None or not px.mapped):
             node = int(order[0])
             stmt.assign(t, g, node, container + ext.dp_needs(px, node), [], [], [])
@@ -158,7 +167,16 @@ def place_task(session: Session, stmt: Statement, g: GroupInfo, t: PodInfo, mask
             return None
     dra = bool(claims) or (px is not None and bool(px.mapped))
     explain = (lambda j: _explain(session, t, claims, px, j)) if dra else None
-    return _diagnose(session, st, mask, container, classes, pins, tried, explain, px).message()
+    return _diagnose(state, st, mask, fit_rows, pins, tried, explain).message()
+
+
+def _disabled_dra(profile: Profile, claims: list[PodClaim], px: PodExtended | None) -> str | None:
+    """Why a pod needing DRA is not scheduled when the plugins that would serve it are disabled."""
+    if px is not None and px.mapped and profile.extended is None:
+        return MSG_EXTENDED_DISABLED.format(", ".join(sorted(px.mapped)))
+    if (claims or (px is not None and px.mapped)) and profile.claim_allocation is None:
+        return MSG_DRA_DISABLED
+    return None
 
 
 def _claim_objs(session: Session, t: PodInfo, claims: list[PodClaim], px: PodExtended | None,
@@ -172,10 +190,11 @@ def _claim_objs(session: Session, t: PodInfo, claims: list[PodClaim], px: PodExt
 
 
 def _explain(session: Session, t: PodInfo, claims: list[PodClaim], px: PodExtended | None, j: int) -> list[Reason]:
-    snap = session.snap
     objs, _ = _claim_objs(session, t, claims, px, j)
+    dra = session.profile.claim_allocation
+    assert dra is not None
     try:
-        out = snap.allocator.allocate(snap.nodes[j].obj, objs, snap.namespace_labels.get(t.namespace, {}))
+        out = dra.allocate(session, j, objs, t.namespace)
     except Exception:  # explanations are best effort
         return []
     return out.reasons
@@ -213,10 +232,10 @@ def _allocate_first(session: Session, t: PodInfo, claims: list[PodClaim], px: Po
     node whose allocation uses the earliest subrequests wins (ties keep node order), and the
     search stops early once a node gets every first choice.
     """
-    snap = session.snap
+    dra = session.profile.claim_allocation
+    assert dra is not None
     keys = [c.key for c in claims if c.key]
     state_key = "|".join(k if session.claim_allocation(k) is not None else "" for k in keys)
-    ns_labels = snap.namespace_labels.get(t.namespace, {})
     best: tuple[int, int, AllocationOutcome, SpecialClaim | None] | None = None
     for pos in order:
         j = int(pos)
@@ -230,7 +249,7 @@ def _allocate_first(session: Session, t: PodInfo, claims: list[PodClaim], px: Po
             tried[j] = hit[1]
             continue
         try:
-            outcome = snap.allocator.allocate(snap.nodes[j].obj, objs, ns_labels)
+            outcome = dra.allocate(session, j, objs, t.namespace)
         except Exception as exc:  # a bug or bad input in one pod must not stop the cycle
             return None, None, None, f"allocating resource claims failed: {type(exc).__name__}: {exc}"
         if outcome.pod_error:
@@ -252,10 +271,11 @@ def _allocate_first(session: Session, t: PodInfo, claims: list[PodClaim], px: Po
     return None, None, None, None
 
 
-def _diagnose(session: Session, st: StaticResult, mask: np.ndarray | None, container: list[RowNeed],
-              classes: ClassNeeds, pins: list[tuple[str, np.ndarray]], tried: dict[int, list[Reason]],
-              explain: Callable[[int], list[Reason]] | None, px: PodExtended | None = None) -> Diagnosis:
-    """Per-node reasons, computed only for a pod that fits nowhere."""
+def _diagnose(state: PodState, st: StaticResult, mask: np.ndarray | None, fit_rows: list[RowNeed],
+              pins: list[tuple[str, np.ndarray]], tried: dict[int, list[Reason]],
+              explain: Callable[[int], list[Reason]] | None) -> Diagnosis:
+    """Per-node reasons, computed only for a pod that fits nowhere (in the order the filters run)."""
+    session, px, classes = state.session, state.extended, state.classes
     d = Diagnosis(session.snap.n_nodes)
     among = np.ones(session.snap.n_nodes, dtype=bool)
     if mask is not None:
@@ -268,13 +288,15 @@ def _diagnose(session: Session, st: StaticResult, mask: np.ndarray | None, conta
         if reason:
             d.counts[reason] += 1
     among &= st.ok
-    failing = fit_reasons(session.idle, container, among, d.counts)
+    failing = fit_reasons(session.idle, fit_rows, among, d.counts)
     among &= ~failing
-    if px is not None:
+    if px is not None and session.profile.extended is not None:
         failing, dra_nodes, dra = session.snap.extended.reasons(session.idle, session.used, px, among, d.counts)
         if dra_nodes:
             d.add_dra(dra_nodes, dra)
         among &= ~failing
+    for f in session.profile.filters:
+        among &= ~f.reasons(state, among, d.counts)
     for key, pinned in pins:
         elsewhere = int((among & ~pinned).sum())
         if elsewhere:

@@ -21,6 +21,7 @@ import numpy as np
 from drasched.dra import explain as ex
 from drasched.dra.explain import Reason
 from drasched.scheduler.constants import PODS
+from drasched.scheduler.framework.api import ADD, DELETE, UPDATE, ClusterEvent
 
 MSG_TOO_MANY_PODS = "too many pods"
 EPSILON = 1e-9
@@ -78,3 +79,38 @@ def class_reasons(idle: np.ndarray, used: np.ndarray, needs: Sequence[tuple[str,
                               counts={ex.IN_USE: in_use} if in_use else {}, free=free))
         failing |= bad
     return int(failing.sum()), reasons
+
+
+_FREED = (ClusterEvent("Pod", DELETE), ClusterEvent("Pod", UPDATE), ClusterEvent("Node", ADD),
+          ClusterEvent("Node", UPDATE))
+
+
+class PodCount:
+    """Upstream NodeResourcesFit on ``pods``: a node holds at most ``status.allocatable.pods`` pods.
+
+    Disabled: a node takes pods beyond its pod count.
+    """
+
+    name = "podCount"
+
+    def events(self) -> tuple[ClusterEvent, ...]:
+        return _FREED
+
+    def checks(self, need: RowNeed) -> bool:
+        return need.name == PODS
+
+
+class ResourceFit:
+    """Upstream NodeResourcesFit on container requests (cpu, memory, GPUs, other extended resources).
+
+    Disabled: container requests are not compared with what nodes have left (nodes are
+    overcommitted); they are still counted in queue usage and node order.
+    """
+
+    name = "resourceFit"
+
+    def events(self) -> tuple[ClusterEvent, ...]:
+        return _FREED
+
+    def checks(self, need: RowNeed) -> bool:
+        return need.name != PODS

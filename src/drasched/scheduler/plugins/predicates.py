@@ -1,7 +1,8 @@
 """Static predicates: node unschedulable, node selector, required node affinity, taints.
 
-They depend on the pod's spec and the node's metadata only, never on what is allocated,
-so one evaluation serves every pod with the same ``static_key`` for the whole cycle.
+Each is a :class:`~drasched.scheduler.framework.api.StaticFilter` plugin. They depend on
+the pod's spec and the node's metadata only, never on what is allocated, so one evaluation
+serves every pod with the same ``static_key`` for the whole cycle.
 Messages are upstream's, so users recognise them.
 """
 
@@ -14,9 +15,10 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from drasched.api.resource import NodeSelector, decode
+from drasched.api.resource import NodeSelector as NodeSelectorView
+from drasched.api.resource import decode
 from drasched.dra.nodes import node_selector_matches
-from drasched.scheduler.config import SchedulerConfig
+from drasched.scheduler.framework.api import ADD, UPDATE, ClusterEvent, NodeCheck, StaticFilter
 from drasched.scheduler.podinfo import NodeInfo, PodInfo
 
 Obj = dict[str, Any]
@@ -70,39 +72,110 @@ def _selector_matches(node: NodeInfo, selector: dict[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
 
 
-def static_filter(nodes: Sequence[NodeInfo], pod: PodInfo, config: SchedulerConfig) -> StaticResult:
-    """Evaluate the static predicates of ``pod`` on every node."""
+_NODE_CHANGED = (ClusterEvent("Node", ADD), ClusterEvent("Node", UPDATE))
+
+
+class NodeUnschedulable:
+    """Upstream NodeUnschedulable: cordoned nodes only for pods tolerating the unschedulable taint.
+
+    Disabled: cordoned nodes take new pods like any other.
+    """
+
+    name = "nodeUnschedulable"
+
+    def events(self) -> tuple[ClusterEvent, ...]:
+        return _NODE_CHANGED
+
+    def signature(self, pod: PodInfo) -> Any:
+        return _tolerates_unschedulable(pod)
+
+    def prepare(self, pod: PodInfo) -> NodeCheck | None:
+        if _tolerates_unschedulable(pod):
+            return None
+        return lambda node: MSG_UNSCHEDULABLE if node.unschedulable else None
+
+
+def _tolerates_unschedulable(pod: PodInfo) -> bool:
+    return any(tolerates(t, {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}) for t in pod.tolerations)
+
+
+class NodeAffinity:
+    """Upstream NodeAffinity (required terms). Disabled: ``requiredDuringScheduling`` affinity is ignored."""
+
+    name = "nodeAffinity"
+
+    def events(self) -> tuple[ClusterEvent, ...]:
+        return _NODE_CHANGED
+
+    def signature(self, pod: PodInfo) -> Any:
+        return pod.required_affinity
+
+    def prepare(self, pod: PodInfo) -> NodeCheck | None:
+        if pod.required_affinity is None:
+            return None
+        try:
+            affinity = decode(pod.required_affinity, NodeSelectorView)
+        except msgspec.ValidationError:
+            return lambda node: MSG_BAD_AFFINITY
+        return lambda node: None if node_selector_matches(affinity, node.obj) else MSG_AFFINITY
+
+
+class NodeSelector:
+    """``spec.nodeSelector`` (upstream NodeAffinity's other half). Disabled: ``nodeSelector`` is ignored."""
+
+    name = "nodeSelector"
+
+    def events(self) -> tuple[ClusterEvent, ...]:
+        return _NODE_CHANGED
+
+    def signature(self, pod: PodInfo) -> Any:
+        return pod.node_selector or None
+
+    def prepare(self, pod: PodInfo) -> NodeCheck | None:
+        selector = pod.node_selector
+        if not selector:
+            return None
+        return lambda node: None if _selector_matches(node, selector) else MSG_AFFINITY
+
+
+class TaintToleration:
+    """Upstream TaintToleration (NoSchedule, NoExecute). Disabled: taints are ignored."""
+
+    name = "taintToleration"
+
+    def events(self) -> tuple[ClusterEvent, ...]:
+        return _NODE_CHANGED
+
+    def signature(self, pod: PodInfo) -> Any:
+        return pod.tolerations
+
+    def prepare(self, pod: PodInfo) -> NodeCheck | None:
+        tolerations = pod.tolerations
+
+        def check(node: NodeInfo) -> str | None:
+            if not node.taints:
+                return None
+            t = untolerated_taint(node.taints, tolerations)
+            return None if t is None else taint_message(t)
+
+        return check
+
+
+def static_filter(nodes: Sequence[NodeInfo], pod: PodInfo, filters: Sequence[StaticFilter]) -> StaticResult:
+    """Evaluate the static filters on every node; a node's reason is the first filter's that rejects it."""
     n = len(nodes)
     ok = np.ones(n, dtype=bool)
     reasons: list[str | None] = [None] * n
-    affinity: NodeSelector | None = None
-    bad_affinity = False
-    if pod.required_affinity is not None and config.enabled("nodeAffinity"):
-        try:
-            affinity = decode(pod.required_affinity, NodeSelector)
-        except msgspec.ValidationError:
-            bad_affinity = True
-    tolerate_unschedulable = any(tolerates(t, {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
-                                 for t in pod.tolerations)
-    check_unsched = config.enabled("nodeUnschedulable")
-    check_selector = config.enabled("nodeSelector") and bool(pod.node_selector)
-    check_taints = config.enabled("taintToleration")
+    checks = [c for f in filters if (c := f.prepare(pod)) is not None]
+    if not checks:
+        return StaticResult(ok, reasons)
     for i, node in enumerate(nodes):
-        reason: str | None = None
-        if check_unsched and node.unschedulable and not tolerate_unschedulable:
-            reason = MSG_UNSCHEDULABLE
-        elif bad_affinity:
-            reason = MSG_BAD_AFFINITY
-        elif (check_selector and not _selector_matches(node, pod.node_selector)) or (
-                affinity is not None and not node_selector_matches(affinity, node.obj)):
-            reason = MSG_AFFINITY
-        elif check_taints and node.taints:
-            t = untolerated_taint(node.taints, pod.tolerations)
-            if t is not None:
-                reason = taint_message(t)
-        if reason is not None:
-            ok[i] = False
-            reasons[i] = reason
+        for check in checks:
+            reason = check(node)
+            if reason is not None:
+                ok[i] = False
+                reasons[i] = reason
+                break
     return StaticResult(ok, reasons)
 
 
@@ -119,7 +192,7 @@ def node_selector_mask(nodes: Sequence[NodeInfo], selector: Obj) -> np.ndarray:
                     out[n.index] = True
             return out
     try:
-        view = decode(selector, NodeSelector)
+        view = decode(selector, NodeSelectorView)
     except msgspec.ValidationError:
         return out
     for n in nodes:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from drasched.scheduler.framework.api import ADD, DELETE, UPDATE, ClusterEvent
 from drasched.scheduler.podinfo import NodeInfo
 
 
@@ -57,3 +58,13 @@ def order_domains(doms: Sequence[Domain], idle: np.ndarray, alloc: np.ndarray, t
             ranked.append((len(d.nodes), free, d.value, d))
     ranked.sort(key=lambda t: (t[0], t[1], t[2]))
     return [t[3] for t in ranked]
+
+
+class Topology:
+    """Gangs kept inside one topology domain (``requiredTopologyKey``) or preferring one."""
+
+    name = "topology"
+
+    def events(self) -> tuple[ClusterEvent, ...]:
+        return (ClusterEvent("Node", ADD), ClusterEvent("Node", UPDATE), ClusterEvent("Pod", DELETE),
+                ClusterEvent("PodGroup", UPDATE))

@@ -1,0 +1,114 @@
+"""The enabled plugins of one configuration, bound into one list per extension point.
+
+Built once per configuration (the snapshot builder holds it), so a cycle's hot path only
+walks short lists. The pod memo keys are built here from the enabled plugins' signatures.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from drasched.scheduler.framework.api import (
+    ClaimAllocation,
+    ClusterEvent,
+    Filter,
+    Plugin,
+    PodState,
+    QueueOrder,
+    RowFilter,
+    Scorer,
+    StaticFilter,
+    VictimFilter,
+)
+from drasched.scheduler.framework.registry import BUILTINS, PluginSetting, build
+from drasched.scheduler.plugins.dra import ExtendedResources
+from drasched.scheduler.plugins.topology import Topology
+
+if TYPE_CHECKING:
+    from drasched.scheduler.config import SchedulerConfig
+    from drasched.scheduler.plugins.fit import RowNeed
+    from drasched.scheduler.podinfo import PodInfo
+
+
+class Profile:
+    """One list of plugins per extension point, in configuration order (built-ins first)."""
+
+    def __init__(self, plugins: Sequence[Plugin], names: Sequence[str] | None = None) -> None:
+        self.plugins = tuple(plugins)
+        self.by_name: dict[str, Plugin] = dict(zip(names or [p.name for p in plugins], plugins, strict=True))
+        self.static_filters = [p for p in plugins if isinstance(p, StaticFilter)]
+        self.row_filters = [p for p in plugins if isinstance(p, RowFilter)]
+        self.extended = next((p for p in plugins if isinstance(p, ExtendedResources)), None)
+        """The built-in extended-resources filter: its reasons include the allocator's."""
+        self.filters = [p for p in plugins if isinstance(p, Filter) and p is not self.extended]
+        """Dynamic filters other than the built-in ones, run after the vector fit."""
+        self.scorers = [p for p in plugins if isinstance(p, Scorer)]
+        self.queue_order = next((p for p in plugins if isinstance(p, QueueOrder)), None)
+        self.claim_allocation = next((p for p in plugins if isinstance(p, ClaimAllocation)), None)
+        self.victim_filters = [p for p in plugins if isinstance(p, VictimFilter)]
+        self.topology = any(isinstance(p, Topology) for p in plugins)
+        self._signed = [p for p in plugins if not isinstance(p, StaticFilter) and hasattr(p, "signature")]
+
+    @staticmethod
+    def from_config(config: SchedulerConfig) -> Profile:
+        """Every built-in the configuration leaves enabled, then its external plugins."""
+        settings = {s.name: s for s in config.plugins}
+        chosen = [settings.get(name, PluginSetting(name)) for name in BUILTINS]
+        chosen += [s for s in config.plugins if s.name not in BUILTINS]
+        enabled = [s for s in chosen if s.enabled and s.name not in config.disabled_plugins]
+        return Profile([build(s, config.node_order) for s in enabled], [s.name for s in enabled])
+
+    # ------------------------------------------------------------------ memo keys
+
+    def pod_keys(self, pod: PodInfo) -> tuple[str, str]:
+        """``static_key`` (equal: same verdict of every static filter on every node) and ``eq_key``
+        (equal: same scheduling requirements: requests, claims, and every plugin's signature)."""
+        static = json.dumps([f.signature(pod) for f in self.static_filters], sort_keys=True,
+                            separators=(",", ":"))
+        signed: list[Any] = [p.signature(pod) for p in self._signed]
+        eq = json.dumps([static, sorted(pod.requests.items()),
+                         [(e.name, e.claim_name, e.template_name) for e in pod.claim_entries], signed],
+                        sort_keys=True, separators=(",", ":"))
+        return static, eq
+
+    # ------------------------------------------------------------------ per pod
+
+    def checks_row(self, need: RowNeed) -> bool:
+        return any(f.checks(need) for f in self.row_filters)
+
+    def order(self, state: PodState, candidates: np.ndarray) -> np.ndarray:
+        """Candidates best first: weighted sum of normalised scores, ties in node order."""
+        if len(candidates) <= 1 or not self.scorers:
+            return candidates
+        if len(self.scorers) == 1:
+            total = self.scorers[0].score(state, candidates)
+        else:
+            total = np.zeros(len(candidates))
+            for s in self.scorers:
+                if s.weight > 0:
+                    total += s.weight * s.normalize(s.score(state, candidates))
+        return candidates[np.argsort(-total, kind="stable")]
+
+    # ------------------------------------------------------------------ queue
+
+    def requeue_events(self, names: Iterable[str] | None = None) -> frozenset[ClusterEvent]:
+        """The events after which a pod rejected by the named plugins (all: ``None``) may fit."""
+        chosen = self.by_name.values() if names is None else [self.by_name[n] for n in names if n in self.by_name]
+        return frozenset(e for p in chosen for e in p.events())
+
+
+_DEFAULT: Profile | None = None
+
+
+def default_profile() -> Profile:
+    """The profile of the default configuration (every built-in enabled)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        from drasched.scheduler.config import SchedulerConfig
+
+        _DEFAULT = Profile.from_config(SchedulerConfig())
+    return _DEFAULT
