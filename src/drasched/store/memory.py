@@ -172,6 +172,8 @@ class MemoryStore:
         _reset_status_on_create(rt, obj)
         if rt is kinds.POD:
             self._admit_priority(obj)
+        if rt is kinds.PRIORITY_CLASS:
+            self._admit_default_priority_class(obj)
         self._put(key, obj)
         self._record(rt, "ADDED", obj)
         return copy.deepcopy(obj)
@@ -204,11 +206,28 @@ class MemoryStore:
             pc = min(defaults, key=lambda o: (-int(o.get("value", 0)), o["metadata"]["name"])) if defaults else None
             if pc is not None:
                 spec["priorityClassName"] = pc["metadata"]["name"]
+        priority = int(pc.get("value", 0)) if pc is not None else 0
+        if spec.get("priority") is not None and spec["priority"] != priority:
+            pod_name = pod["metadata"].get("name", "")
+            raise Forbidden(f'pods "{pod_name}" is forbidden: the integer value of priority ({spec["priority"]}) '
+                            "must not be provided in pod spec; priority admission controller computed "
+                            f"{priority} from the given PriorityClass name", "Pod", pod_name)
         if pc is None:
             spec.setdefault("priority", 0)
             return
-        spec["priority"] = int(pc.get("value", 0))
+        spec["priority"] = priority
         spec["preemptionPolicy"] = pc.get("preemptionPolicy") or "PreemptLowerPriority"
+
+    def _admit_default_priority_class(self, pc: Obj) -> None:
+        """The Priority admission plugin's other half: at most one globalDefault class."""
+        if not pc.get("globalDefault"):
+            return
+        name = pc["metadata"]["name"]
+        for other in self.iter_kind(kinds.PRIORITY_CLASS):
+            if other.get("globalDefault") and other["metadata"]["name"] != name:
+                raise Forbidden(f'priorityclasses.scheduling.k8s.io "{name}" is forbidden: PriorityClass '
+                                f'{other["metadata"]["name"]} is marked as default. Only one default can exist',
+                                "PriorityClass", name)
 
     def get(self, rt: ResourceType, name: str, namespace: str | None = None) -> Obj:
         return copy.deepcopy(self._require(rt, name, namespace))
@@ -265,6 +284,7 @@ class MemoryStore:
             else:
                 merged.pop("status", None)
             new = merged
+            validation.validate_status(new, rt)
         else:
             # Spec writes keep the stored status; server-owned metadata is preserved.
             if rt.has_status:
@@ -283,6 +303,8 @@ class MemoryStore:
             apply_builtin_defaults(rt.kind, new)
             validation.validate(new, rt)
             validation.validate_update(current, new, rt)
+            if rt is kinds.PRIORITY_CLASS:
+                self._admit_default_priority_class(new)
             if new.get("spec") != current.get("spec") and "generation" in nmd:
                 nmd["generation"] = int(nmd["generation"]) + 1
         new["metadata"]["resourceVersion"] = self._next_rv()
