@@ -8,7 +8,7 @@ from typing import Any
 from drasched.api import kinds
 from drasched.controllers.claimutil import DELETE_PROTECTION_FINALIZER, POD_GROUP_LABEL
 from drasched.sim.clock import VirtualClock
-from drasched.sim.context import Controller, SimContext
+from drasched.sim.context import Controller, Decision, SimContext
 from drasched.store.memory import MemoryStore
 
 Obj = dict[str, Any]
@@ -136,6 +136,15 @@ def events(ctx: SimContext, reason: str | None = None, name: str | None = None) 
     return [e for e in ctx.store.list(kinds.EVENT, NS).items
             if (reason is None or e["reason"] == reason)
             and (name is None or e["involvedObject"]["name"] == name)]
+
+
+def decisions(ctx: SimContext, action: str, name: str | None = None) -> list[Decision]:
+    """The decision record's entries for ``action`` (about an object called ``name``)."""
+    return [d for d in ctx.decisions if d.action == action and (name is None or d.object.endswith(f"/{name}"))]
+
+
+def normal_events(ctx: SimContext) -> list[Obj]:
+    return [e for e in ctx.store.list(kinds.EVENT, NS).items if e["type"] == "Normal"]
 
 
 def get_pod(ctx: SimContext, name: str) -> Obj:

@@ -14,6 +14,7 @@ from tests.unit.controllers.helpers import (
     by_name,
     claim,
     claims_in,
+    decisions,
     events,
     from_template,
     get_claim,
@@ -116,10 +117,10 @@ def test_group_deletion_waits_for_its_pods_then_releases_and_cleans_up() -> None
     settle(ctx, [ctrl])
     assert ctx.store.peek(kinds.POD_GROUP, "g", NS) is None
     assert get_claim(ctx, name) is None  # deallocated, unprotected, collected with its owner
-    (released,) = events(ctx, "Released", name)
-    assert released["message"] == ("released for PodGroup g: PodGroup is being deleted and none of its pods "
+    (released,) = decisions(ctx, "release", name)
+    assert released.message == ("released for PodGroup g: PodGroup is being deleted and none of its pods "
                                    "runs any more")
-    assert len(events(ctx, "Deallocated", name)) == 1
+    assert len(decisions(ctx, "deallocate", name)) == 1
 
 
 def test_orphaned_group_reservation_is_removed() -> None:
@@ -135,7 +136,7 @@ def test_orphaned_group_reservation_is_removed() -> None:
     for name in ("gone", "replaced"):
         c = get_claim(ctx, name)
         assert c is not None and "allocation" not in c["status"] and "reservedFor" not in c["status"]
-        assert "orphaned reservation" in events(ctx, "Released", name)[0]["message"]
+        assert "orphaned reservation" in decisions(ctx, "release", name)[0].message
 
 
 def test_unknown_consumer_kind_is_kept_with_a_warning() -> None:

@@ -9,6 +9,7 @@ from tests.unit.controllers.helpers import (
     NS,
     claim,
     claims_in,
+    decisions,
     events,
     from_template,
     get_pod,
@@ -89,7 +90,7 @@ def test_adopts_claim_created_before_a_crash() -> None:
     assert [c["metadata"]["name"] for c in claims_in(ctx)] == ["p-gpu-abcde"]
     assert get_pod(ctx, "p")["status"]["resourceClaimStatuses"] == [{"name": "gpu", "resourceClaimName":
                                                                       "p-gpu-abcde"}]
-    assert len(events(ctx, "AdoptedResourceClaim", "p")) == 1
+    assert len(decisions(ctx, "adopt", "p-gpu-abcde")) == 1
     assert not [d for d in ctx.decisions if d.action == "create"]
 
 
@@ -105,7 +106,7 @@ def test_does_not_adopt_claims_of_another_owner_or_entry() -> None:
     settle(ctx, [ResourceClaimController()])
     recorded = get_pod(ctx, "p")["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
     assert recorded.startswith("p-gpu-")
-    assert not events(ctx, "AdoptedResourceClaim")
+    assert not decisions(ctx, "adopt")
 
 
 def test_recreates_a_recorded_claim_that_was_deleted() -> None:

@@ -155,9 +155,9 @@ def test_each_claim_is_unprepared_before_it_is_deallocated(run: SimResult) -> No
         deallocated = next(i for i, (c, a, o, _) in enumerate(order)
                            if c == "resourceclaim-controller" and a == "deallocate" and o == claim_ref)
         assert unprepared < deallocated, h
-    deallocated_events = [e for e in run.store.list(kinds.EVENT).items if e["reason"] == "Deallocated"]
-    assert sorted(e["involvedObject"]["name"] for e in deallocated_events) == sorted(
-        h.claim.split("/", 1)[1] for h in holds)
+    deallocated = sorted(d.object for d in run.context.decisions
+                         if d.controller == "resourceclaim-controller" and d.action == "deallocate")
+    assert deallocated == sorted(f"ResourceClaim/{h.claim}" for h in holds)
     pods = run.store.list(kinds.POD).items
     assert [p["status"]["phase"] for p in pods] == ["Succeeded"] * PODS
 

@@ -52,21 +52,21 @@ def test_a_burst_gets_its_claims_a_batch_per_pass_oldest_first() -> None:
         ctrl.close()
 
 
-def test_with_a_resync_period_only_new_pods_start_a_pass_at_once() -> None:
-    """Serve mode: a change that creates no claim waits for the next whole pass."""
+def test_changes_are_handled_as_they_come_without_whole_passes() -> None:
+    """Event-driven: a finished pod's claim goes in the next round (no pass period to wait
+    for), and a change that concerns no claim queues nothing and writes nothing."""
     store = _store_with_template()
     store.create(_pod("a", "2026-01-01T00:00:00Z"))
-    ctrl = ResourceClaimController(resync=3600.0)
+    ctrl = ResourceClaimController()
     ctx = LiveContext(store, Metrics())
-    assert ctrl.reconcile(ctx)  # the first pass creates a's claim
-    ctrl.reconcile(ctx)
-    assert not ctrl.reconcile(ctx)
+    assert ctrl.reconcile(ctx)  # a's claim is created and recorded
+    while ctrl.reconcile(ctx):
+        pass
     (claim,) = store.list(kinds.RESOURCE_CLAIM).items
+    store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "plain", "namespace": "default"},
+                  "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    assert not ctrl.reconcile(ctx) and len(ctrl.queue) == 0
     store.patch(kinds.POD, "a", "default", {"status": {"phase": "Succeeded"}}, subresource="status")
-    assert not ctrl.reconcile(ctx)  # a finished: its claim goes at the next whole pass, not now
-    assert ctx.next_wakeup() is not None
-    assert store.list(kinds.RESOURCE_CLAIM).items
-    store.create(_pod("b", "2026-01-01T00:00:01Z"))  # a new pod: a whole pass at once
-    assert ctrl.reconcile(ctx)
-    names = sorted(c["metadata"]["name"] for c in store.list(kinds.RESOURCE_CLAIM).items)
-    assert claim["metadata"]["name"] not in names and len(names) == 1
+    assert ctrl.reconcile(ctx)  # at once: the claim of a done pod is deleted
+    assert claim["metadata"]["name"] not in [c["metadata"]["name"] for c in store.list(kinds.RESOURCE_CLAIM).items]
+    assert ctx.next_wakeup() is None

@@ -1,0 +1,137 @@
+"""Lookups the ResourceClaim controller keeps current from watch deltas, one object at a time.
+
+They answer "which keys does this change concern?" without a pass over every pod or claim
+(upstream's ``podResourceClaimIndex`` and ``claimPodOwnerIndex``, plus what PodGroups
+need): pods by the claims, templates and group they use, claims by controlling owner and
+by the consumers in ``status.reservedFor``, and which groups still have a running pod.
+Each ``put_*`` replaces what the previous version of that object contributed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from drasched.controllers.claimdecisions import claim_names_of
+from drasched.controllers.claimutil import (
+    controller_owner_uid,
+    is_allocated,
+    is_group_ref,
+    pod_group_name,
+    pod_is_done,
+    reserved_for,
+)
+
+Obj = dict[str, Any]
+Key = tuple[str, str]
+"""(namespace, name)."""
+
+
+class _Multi:
+    """A many-to-many map: each source key contributes a set of index values."""
+
+    def __init__(self) -> None:
+        self.by_value: dict[Any, set[Key]] = {}
+        self.of: dict[Key, frozenset[Any]] = {}
+
+    def put(self, key: Key, values: Iterable[Any]) -> frozenset[Any]:
+        """Set ``key``'s values; returns the old ones."""
+        new = frozenset(values)
+        old = self.of.get(key, frozenset())
+        for v in old - new:
+            keys = self.by_value.get(v)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self.by_value[v]
+        for v in new - old:
+            self.by_value.setdefault(v, set()).add(key)
+        if new:
+            self.of[key] = new
+        else:
+            self.of.pop(key, None)
+        return old
+
+    def keys_for(self, value: Any) -> set[Key]:
+        return set(self.by_value.get(value, ()))
+
+
+def _md(obj: Obj) -> dict[str, Any]:
+    return obj.get("metadata") or {}
+
+
+class ClaimControllerIndex:
+    def __init__(self) -> None:
+        self.pods_by_claim = _Multi()
+        """Values (namespace, claim name)."""
+        self.pods_by_template = _Multi()
+        """Values (namespace, template name)."""
+        self.pods_by_group = _Multi()
+        """Values (namespace, group name)."""
+        self.live_group_pods = _Multi()
+        """Values (namespace, group name) for pods of the group that are not done."""
+        self.pod_uid: dict[Key, str] = {}
+        self.claims_by_owner = _Multi()
+        """Values: controlling owner uid."""
+        self.claims_by_consumer = _Multi()
+        """Values: uid of each ``reservedFor`` entry."""
+        self.group_holds = _Multi()
+        """Values: uid of each PodGroup an allocated claim is reserved for."""
+        self.group_by_uid: dict[str, Key] = {}
+        self.group_uid: dict[Key, str] = {}
+
+    # ---- pods ---------------------------------------------------------------------------------
+    def put_pod(self, key: Key, pod: Obj | None) -> None:
+        ns = key[0]
+        if pod is None:
+            self.pod_uid.pop(key, None)
+            for idx in (self.pods_by_claim, self.pods_by_template, self.pods_by_group, self.live_group_pods):
+                idx.put(key, ())
+            return
+        self.pod_uid[key] = _md(pod).get("uid") or ""
+        entries = [e for e in (pod.get("spec") or {}).get("resourceClaims") or [] if isinstance(e, dict)]
+        self.pods_by_claim.put(key, {(ns, n) for n in claim_names_of(pod)})
+        self.pods_by_template.put(key, {(ns, str(e["resourceClaimTemplateName"])) for e in entries
+                                        if e.get("resourceClaimTemplateName")})
+        group = pod_group_name(pod)
+        self.pods_by_group.put(key, [(ns, group)] if group else [])
+        self.live_group_pods.put(key, [(ns, group)] if group and not pod_is_done(pod) else [])
+
+    def claims_of_pod(self, key: Key) -> frozenset[Key]:
+        return self.pods_by_claim.of.get(key, frozenset())
+
+    def group_has_live_pods(self, namespace: str, group: str) -> bool:
+        return bool(self.live_group_pods.by_value.get((namespace, group)))
+
+    # ---- claims -------------------------------------------------------------------------------
+    def put_claim(self, key: Key, claim: Obj | None) -> set[str]:
+        """Index a claim; returns the uids of the PodGroups whose "holds a claim" may have changed."""
+        if claim is None:
+            self.claims_by_owner.put(key, ())
+            self.claims_by_consumer.put(key, ())
+            return set(self.group_holds.put(key, ()))
+        owner = controller_owner_uid(claim)
+        self.claims_by_owner.put(key, [owner] if owner else [])
+        refs = reserved_for(claim)
+        self.claims_by_consumer.put(key, {r.get("uid") for r in refs if r.get("uid")})
+        holds = {str(r["uid"]) for r in refs if is_group_ref(r) and r.get("uid")} if is_allocated(claim) else set()
+        old = self.group_holds.put(key, holds)
+        return set(old) ^ holds
+
+    def owned_claims(self, owner_uid: str) -> list[Key]:
+        return sorted(self.claims_by_owner.keys_for(owner_uid))
+
+    def holds_allocated_claim(self, group_uid: str) -> bool:
+        return bool(self.group_holds.by_value.get(group_uid))
+
+    # ---- groups -------------------------------------------------------------------------------
+    def put_group(self, key: Key, group: Obj | None) -> str | None:
+        """Index a PodGroup; returns the uid it had before (None: new)."""
+        old = self.group_uid.pop(key, None)
+        if old is not None and self.group_by_uid.get(old) == key:
+            del self.group_by_uid[old]
+        if group is not None and _md(group).get("uid"):
+            uid = str(_md(group)["uid"])
+            self.group_uid[key] = uid
+            self.group_by_uid[uid] = key
+        return old
