@@ -45,11 +45,6 @@ def test_every_problem_is_reported_at_once() -> None:
         assert expected in text
 
 
-def test_consolidation_stays_on_for_spread() -> None:
-    # A spread strategy leaves holes only consolidation closes: never off by default.
-    assert "consolidate" in config_from_dict({"nodeOrder": "spread"}).actions
-
-
 def test_preemption_settings() -> None:
     cfg = config_from_dict({"preemption": {"budget": 50, "nodesPerTask": 2}, "actions": ["allocate", "preempt"]})
     assert (cfg.preemption_budget, cfg.preemption_nodes_per_task, cfg.actions) == (50, 2, ("allocate", "preempt"))
