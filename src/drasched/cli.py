@@ -53,7 +53,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     import logging
     import signal
     import threading
+    import time
 
+    from drasched.serve.fencing import LeadershipLost
     from drasched.serve.leader import LeaderElector
     from drasched.serve.main import _Health, build_controllers, run, start_http
     from drasched.serve.metrics import Metrics
@@ -72,10 +74,21 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     server = start_http(args.metrics_port, metrics, health, host=args.bind_address)
-    elector = LeaderElector(store, name=args.lease_name, namespace=args.lease_namespace) if args.leader_elect else None
+    elector = None
+    if args.leader_elect:
+        try:
+            elector = LeaderElector(store, name=args.lease_name, namespace=args.lease_namespace,
+                                    lease_duration=args.leader_elect_lease_duration,
+                                    renew_deadline=args.leader_elect_renew_deadline,
+                                    retry_period=args.leader_elect_retry_period, monotonic=time.monotonic)
+        except ValueError as exc:
+            print(f"drasched serve: {exc}", file=sys.stderr)
+            return 2
     try:
         run(store, build_controllers(args.enable_claim_controller, args.config), metrics=metrics,
             elector=elector, period=args.period, stop=stop, health=health)
+    except LeadershipLost:
+        return 1  # as kube-scheduler: exit, and come back as a standby
     finally:
         server.shutdown()
         store.close()
@@ -154,6 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
                      help="hold a coordination.k8s.io Lease before scheduling (default: on)")
     srv.add_argument("--lease-name", default="drasched")
+    srv.add_argument("--leader-elect-lease-duration", type=float, default=15.0, metavar="SECONDS",
+                     help="how long a standby waits after the last renewal it saw before taking over")
+    srv.add_argument("--leader-elect-renew-deadline", type=float, default=10.0, metavar="SECONDS",
+                     help="the leader writes only this long after its last renewal; past it, it exits")
+    srv.add_argument("--leader-elect-retry-period", type=float, default=2.0, metavar="SECONDS",
+                     help="how often the leader renews and standbys try to acquire")
     srv.add_argument("--lease-namespace", default="kube-system")
     srv.add_argument("--metrics-port", type=int, default=8080, help="port of /healthz and /metrics")
     srv.add_argument("--bind-address", default="0.0.0.0")

@@ -16,6 +16,7 @@ from drasched.api import kinds
 from drasched.api.errors import ApiError
 from drasched.control import Controller
 from drasched.scheduler.cache import WATCHED
+from drasched.serve.fencing import FencedStore, LeadershipLost
 from drasched.serve.leader import LeaderElector
 from drasched.serve.live import EventWriter, LiveContext
 from drasched.serve.metrics import Metrics
@@ -150,16 +151,22 @@ def run(
     if shared_informers:
         return _run_threaded(store, controllers, metrics, elector, period, stop, health, max_loops, watch_timeout,
                              min_round_interval)
+    if elector is not None:
+        store = FencedStore(store, elector)
     ctx = LiveContext(store, metrics)
     loops = 0
+    was_leader = False
     try:
         while not stop.is_set() and (max_loops is None or loops < max_loops):
             loops += 1
             health.last_loop = time.monotonic()
             if elector is not None and not elector.try_acquire_or_renew():
                 metrics.is_leader.set(0)
+                if was_leader and not elector.is_leader:
+                    raise LeadershipLost("leader election lost")
                 stop.wait(period)
                 continue
+            was_leader = True
             metrics.is_leader.set(1)
             progressed = False
             for c in controllers:
@@ -191,7 +198,7 @@ SLOW_ROUND_SECONDS = 1.0
 """A controller round at least this long is logged with its duration and CPU time."""
 
 RENEW_SECONDS = 2.0
-"""How often the leader renews its lease in threaded mode (client-go's retryPeriod)."""
+"""How often the main thread looks at its controllers without leader election."""
 
 
 def _run_threaded(
@@ -216,11 +223,14 @@ def _run_threaded(
     informers.start(SERVE_KINDS)
     if not informers.wait_for_sync(timeout=120.0):
         log.warning("informers did not finish their first list in 120 s; controllers wait for them")
-    store = InformedStore(raw_store, informers)
+    # Every write is fenced by leadership; the elector itself renews through the raw store.
+    writer: ClusterStore = FencedStore(raw_store, elector) if elector is not None else raw_store
+    store = InformedStore(writer, informers)
     events = EventWriter(store)
     leading = threading.Event()
     done = threading.Event()  # stop, or max_loops reached: the controller threads end
     last_round: dict[str, float] = {}
+    lost = False
 
     def loop(lane: Sequence[Controller]) -> None:
         ctx = LiveContext(store, metrics, events=events)
@@ -269,8 +279,16 @@ def _run_threaded(
                 leading.set()
                 metrics.is_leader.set(1)
             else:
+                was_leading = leading.is_set()
                 leading.clear()
                 metrics.is_leader.set(0)
+                if was_leading and not elector.is_leader:
+                    # as kube-scheduler: a lost lease ends the process (its caches and
+                    # half-done cycles with it); the restart starts as a standby
+                    log.error("leader election lost: the lease was not renewed within %.0f s",
+                              elector.renew_deadline)
+                    lost = True
+                    break
             now = time.monotonic()
             stalled = [t.name for t in threads if not t.is_alive()]
             if leading.is_set() and not stalled:
@@ -278,7 +296,8 @@ def _run_threaded(
             elif not leading.is_set():
                 health.last_loop = now
             _refresh_queue_metrics(store, metrics, informers)
-            stop.wait(min(period, RENEW_SECONDS) if max_loops is not None else RENEW_SECONDS)
+            retry = elector.retry_period if elector is not None else RENEW_SECONDS
+            stop.wait(min(period, retry) if max_loops is not None else retry)
     finally:
         done.set()
         leading.set()  # wake the threads that wait for leadership, so that they see `done`
@@ -290,6 +309,8 @@ def _run_threaded(
         _close(controllers)
         events.close()
         sys.setswitchinterval(switch_interval)
+    if lost:
+        raise LeadershipLost("leader election lost")
     return loops
 
 
