@@ -1,0 +1,382 @@
+"""Validation parity: every value rule drasched enforces, fed to the memory store and to a
+real kube-apiserver alike, and to ``drasched simulate`` (exit 2, the field named).
+
+One table of (valid object, one mutation, the field the API server names, a fragment of its
+message). The rules come from kubernetes/kubernetes pkg/apis/resource/validation/validation.go,
+pkg/apis/core/validation/validation.go, pkg/apis/scheduling/validation/validation.go,
+plugin/pkg/admission/priority/admission.go and our CRDs' OpenAPI schemas (deploy/crds); the
+kube backend checks that each expectation is the API server's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from drasched.api import kinds
+from drasched.api.errors import ApiError, Forbidden, Invalid, NotFound
+from drasched.cli import main
+from drasched.store.base import ClusterStore, Obj
+
+DRIVER = "gpu.example.com"
+
+
+# -- valid objects ----------------------------------------------------------------------------
+
+
+def claim(ns: str, name: str) -> Obj:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": ns},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER, "count": 1}}]}}}
+
+
+def template(ns: str, name: str) -> Obj:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": ns}, "spec": {"spec": claim(ns, name)["spec"]}}
+
+
+def device_class(ns: str, name: str) -> Obj:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}
+
+
+def resource_slice(ns: str, name: str) -> Obj:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+            "spec": {"driver": DRIVER, "nodeName": "node-a",
+                     "pool": {"name": "node-a", "generation": 0, "resourceSliceCount": 1},
+                     "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "a100"}},
+                                  "capacity": {"memory": {"value": "40Gi"}}}]}}
+
+
+def pod(ns: str, name: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+            "spec": {"schedulerName": "drasched",
+                     "containers": [{"name": "main", "image": "registry.example/train:1"}]}}
+
+
+def node(ns: str, name: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "spec": {"taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule"}]}}
+
+
+def priority_class(ns: str, name: str) -> Obj:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": 10}
+
+
+def pod_group(ns: str, name: str) -> Obj:
+    return {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": ns}, "spec": {"minMember": 2}}
+
+
+def queue(ns: str, name: str) -> Obj:
+    return {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "Queue", "metadata": {"name": name},
+            "spec": {"parentQueue": "root"}}
+
+
+# -- mutations --------------------------------------------------------------------------------
+
+
+def at(path: str, value: Any) -> Callable[[Obj], None]:
+    """Set the dotted ``path`` (list indexes as numbers) to ``value``."""
+    keys: list[str | int] = [int(k) if k.isdigit() else k for k in path.split(".")]
+
+    def mutate(obj: Obj) -> None:
+        cur: Any = obj
+        for k in keys[:-1]:
+            cur = cur[k]
+        cur[keys[-1]] = copy.deepcopy(value)
+
+    return mutate
+
+
+def request(obj: Obj) -> Obj:
+    return obj["spec"]["devices"]["requests"][0]
+
+
+def container(obj: Obj) -> Obj:
+    return obj["spec"]["containers"][0]
+
+
+def with_many_selectors(obj: Obj) -> None:
+    request(obj)["exactly"]["selectors"] = [{"cel": {"expression": "true"}}] * 33
+
+
+def with_many_constraints(obj: Obj) -> None:
+    obj["spec"]["devices"]["constraints"] = [{"matchAttribute": f"{DRIVER}/model"}] * 33
+
+
+def with_many_subrequests(obj: Obj) -> None:
+    request(obj).pop("exactly")
+    request(obj)["firstAvailable"] = [{"name": f"s{i}", "deviceClassName": DRIVER} for i in range(9)]
+
+
+def with_many_tolerations(obj: Obj) -> None:
+    request(obj)["exactly"]["tolerations"] = [{"key": f"k{i}", "operator": "Exists"} for i in range(17)]
+
+
+def with_config_for(name: str) -> Callable[[Obj], None]:
+    def mutate(obj: Obj) -> None:
+        obj["spec"]["devices"]["config"] = [{"requests": [name], "opaque": {"driver": DRIVER, "parameters": {}}}]
+
+    return mutate
+
+
+def with_duplicate_request(obj: Obj) -> None:
+    obj["spec"]["devices"]["requests"].append(copy.deepcopy(request(obj)))
+
+
+def with_many_attributes(obj: Obj) -> None:
+    obj["spec"]["devices"][0]["attributes"] = {f"a{i}": {"int": i} for i in range(32)}
+
+
+def with_resources(**resources: dict[str, str]) -> Callable[[Obj], None]:
+    def mutate(obj: Obj) -> None:
+        container(obj)["resources"] = resources
+
+    return mutate
+
+
+def with_container_claim(obj: Obj) -> None:
+    container(obj)["resources"] = {"claims": [{"name": "gpu"}]}
+
+
+def with_duplicate_pod_claims(obj: Obj) -> None:
+    obj["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "a"},
+                                     {"name": "gpu", "resourceClaimName": "b"}]
+
+
+def with_owner_without_uid(obj: Obj) -> None:
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "train"}]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One refusal: ``base`` made invalid by ``mutate``; the API server names ``field``."""
+
+    id: str
+    base: Callable[[str, str], Obj]
+    mutate: Callable[[Obj], None]
+    field: str
+    fragment: str
+
+
+T = "spec.devices.requests[0].exactly"
+RULES = [
+    # pkg/apis/resource/validation: numbers, list limits, enums, names, references.
+    Rule("claim-count-zero", claim, at("spec.devices.requests.0.exactly.count", 0), f"{T}.count",
+         "Invalid value: 0: must be greater than zero"),
+    Rule("claim-33-selectors", claim, with_many_selectors, f"{T}.selectors",
+         "Too many: 33: must have at most 32 items"),
+    Rule("claim-33-constraints", claim, with_many_constraints, "spec.devices.constraints",
+         "Too many: 33: must have at most 32 items"),
+    Rule("claim-9-first-available", claim, with_many_subrequests, "spec.devices.requests[0].firstAvailable",
+         "Too many: 9: must have at most 8 items"),
+    Rule("claim-17-tolerations", claim, with_many_tolerations, f"{T}.tolerations",
+         "Too many: 17: must have at most 16 items"),
+    Rule("claim-toleration-operator", claim,
+         at("spec.devices.requests.0.exactly.tolerations", [{"key": "k", "operator": "Maybe"}]),
+         f"{T}.tolerations[0].operator", 'Unsupported value: "Maybe"'),
+    Rule("claim-toleration-effect", claim,
+         at("spec.devices.requests.0.exactly.tolerations", [{"key": "k", "operator": "Exists", "effect": "Later"}]),
+         f"{T}.tolerations[0].effect", 'Unsupported value: "Later"'),
+    Rule("claim-allocation-mode", claim, at("spec.devices.requests.0.exactly.allocationMode", "Some"),
+         f"{T}.allocationMode", 'Unsupported value: "Some"'),
+    Rule("claim-request-name", claim, at("spec.devices.requests.0.name", "GPU"),
+         "spec.devices.requests[0].name", "a lowercase RFC 1123 label must consist of"),
+    Rule("claim-config-unknown-request", claim, with_config_for("nope"), "spec.devices.config[0].requests[0]",
+         'Invalid value: "nope": must be the name of a request in the claim'),
+    Rule("claim-match-attribute-unqualified", claim, at("spec.devices.constraints", [{"matchAttribute": "model"}]),
+         "spec.devices.constraints[0].matchAttribute", "a fully qualified name must be a domain and a name"),
+    Rule("claim-duplicate-request", claim, with_duplicate_request, "spec.devices.requests[1]",
+         'Duplicate value: "gpu"'),
+    Rule("template-count-zero", template, at("spec.spec.devices.requests.0.exactly.count", 0),
+         "spec.spec.devices.requests[0].exactly.count", "Invalid value: 0: must be greater than zero"),
+    Rule("class-33-selectors", device_class, at("spec.selectors", [{"cel": {"expression": "true"}}] * 33),
+         "spec.selectors", "Too many: 33: must have at most 32 items"),
+    Rule("slice-driver-over-63", resource_slice, at("spec.driver", "d" * 60 + ".example.com"), "spec.driver",
+         "Too long: may not be more than 63 bytes"),
+    Rule("slice-pool-name", resource_slice, at("spec.pool.name", "Pool_A"), "spec.pool.name",
+         "a lowercase RFC 1123 subdomain must consist of"),
+    Rule("slice-pool-generation", resource_slice, at("spec.pool.generation", -1), "spec.pool.generation",
+         "Invalid value: -1: must be greater than or equal to zero"),
+    Rule("slice-node-name", resource_slice, at("spec.nodeName", "Node_A"), "spec.nodeName",
+         "a lowercase RFC 1123 subdomain must consist of"),
+    Rule("slice-33-attributes", resource_slice, with_many_attributes, "spec.devices[0]",
+         "the total number of attributes and capacities must not exceed 32"),
+    Rule("slice-attribute-name", resource_slice, at("spec.devices.0.attributes", {"gpu-model": {"string": "x"}}),
+         "spec.devices[0].attributes", "a valid C identifier must start with alphabetic character"),
+    Rule("slice-capacity-name", resource_slice, at("spec.devices.0.capacity", {"mem-ory": {"value": "1"}}),
+         "spec.devices[0].capacity", "a valid C identifier must start with alphabetic character"),
+    Rule("slice-taint-key", resource_slice, at("spec.devices.0.taints", [{"key": "bad key", "effect": "NoSchedule"}]),
+         "spec.devices[0].taints[0].key", "name part must consist of alphanumeric characters"),
+    Rule("slice-taint-effect", resource_slice, at("spec.devices.0.taints", [{"key": "k", "effect": "Later"}]),
+         "spec.devices[0].taints[0].effect", 'Unsupported value: "Later"'),
+    # pkg/apis/core/validation: names and keys, quantities, references.
+    Rule("pod-node-name", pod, at("spec.nodeName", "Node_A"), "spec.nodeName",
+         "a lowercase RFC 1123 subdomain must consist of"),
+    Rule("pod-toleration-operator", pod, at("spec.tolerations", [{"key": "k", "operator": "Maybe"}]),
+         "spec.tolerations[0].operator", 'Unsupported value: "Maybe"'),
+    Rule("pod-toleration-effect", pod, at("spec.tolerations", [{"key": "k", "operator": "Exists", "effect": "Later"}]),
+         "spec.tolerations[0].effect", 'Unsupported value: "Later"'),
+    Rule("label-key", pod, at("metadata.labels", {"bad key": "x"}), "metadata.labels",
+         "name part must consist of alphanumeric characters"),
+    Rule("label-value", pod, at("metadata.labels", {"team": "a b"}), "metadata.labels",
+         "a valid label must be an empty string or consist of alphanumeric characters"),
+    Rule("annotation-key", pod, at("metadata.annotations", {"bad key": "x"}), "metadata.annotations",
+         "name part must consist of alphanumeric characters"),
+    Rule("owner-reference-without-uid", pod, with_owner_without_uid, "metadata.ownerReferences.uid",
+         "uid must not be empty"),
+    Rule("negative-request", pod, with_resources(requests={"cpu": "-1"}), "spec.containers[0].resources.requests[cpu]",
+         'Invalid value: "-1": must be greater than or equal to 0'),
+    Rule("request-above-limit", pod, with_resources(requests={"cpu": "2"}, limits={"cpu": "1"}),
+         "spec.containers[0].resources.requests", 'Invalid value: "2": must be less than or equal to cpu limit of 1'),
+    Rule("extended-request-not-limit", pod,
+         with_resources(requests={"nvidia.com/gpu": "1"}, limits={"nvidia.com/gpu": "2"}),
+         "spec.containers[0].resources.requests", "must be equal to nvidia.com/gpu limit of 2"),
+    Rule("extended-request-without-limit", pod, with_resources(requests={"nvidia.com/gpu": "0"}),
+         "spec.containers[0].resources.limits", "Limit must be set for non overcommitable resources"),
+    Rule("container-claim-not-in-pod", pod, with_container_claim, "spec.containers[0].resources.claims[0]",
+         'Not found: "gpu": must be one of the names in pod.spec.resourceClaims'),
+    Rule("duplicate-pod-claims", pod, with_duplicate_pod_claims, "spec.resourceClaims[1].name",
+         'Duplicate value: "gpu"'),
+    Rule("node-taint-effect", node, at("spec.taints.0.effect", "Later"), "spec.taints[0].effect",
+         'Unsupported value: "Later"'),
+    Rule("node-taint-key", node, at("spec.taints.0.key", "bad key"), "spec.taints[0].key",
+         "name part must consist of alphanumeric characters"),
+    # pkg/apis/scheduling/validation.
+    Rule("priority-over-1e9", priority_class, at("value", 1_000_000_001), "value",
+         "Forbidden: maximum allowed value of a user defined priority is 1000000000"),
+    Rule("priority-preemption-policy", priority_class, at("preemptionPolicy", "Sometimes"), "preemptionPolicy",
+         'Unsupported value: "Sometimes"'),
+    # deploy/crds OpenAPI schema.
+    Rule("pod-group-min-member-zero", pod_group, at("spec.minMember", 0), "spec.minMember",
+         "should be greater than or equal to 1"),
+]
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@contextlib.contextmanager
+def cleanup(store: ClusterStore, obj: Obj) -> Iterator[None]:
+    """Cluster-scoped objects outlive the test's namespace: delete what the test created."""
+    try:
+        yield
+    finally:
+        rt = kinds.for_object(obj)
+        if not rt.namespaced:
+            with contextlib.suppress(NotFound):
+                store.delete(rt, obj["metadata"]["name"])
+
+
+def refusal(store: ClusterStore, obj: Obj) -> ApiError:
+    with cleanup(store, obj), pytest.raises(ApiError) as caught:
+        store.create(obj)
+    return caught.value
+
+
+def causes(err: ApiError) -> list[tuple[str, str]]:
+    return [(c.field, c.message) for c in err.causes]
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_the_unmutated_object_is_accepted(store: ClusterStore, ns: str, rule: Rule) -> None:
+    obj = rule.base(ns, unique(rule.id))
+    with cleanup(store, obj):
+        store.create(obj)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_each_rule_is_refused_naming_the_field(store: ClusterStore, ns: str, rule: Rule) -> None:
+    obj = rule.base(ns, unique(rule.id))
+    rule.mutate(obj)
+    err = refusal(store, obj)
+    assert isinstance(err, Invalid), err
+    assert any(f == rule.field and rule.fragment in m for f, m in causes(err)), causes(err)
+
+
+def test_a_system_prefixed_priority_class_is_reserved(store: ClusterStore) -> None:
+    err = refusal(store, priority_class("", unique("system-mine")))
+    assert isinstance(err, Invalid)
+    assert any(f == "metadata.name" and "reserved for system use only" in m for f, m in causes(err)), causes(err)
+
+
+def test_pool_generation_and_reserved_for_limits_hold_on_status_writes(store: ClusterStore, ns: str) -> None:
+    created = store.create(claim(ns, "c"))
+    allocation = {"devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "node-a", "device": "gpu-0"}]}}
+    consumers = [{"resource": "pods", "name": f"p{i}", "uid": str(uuid.uuid4())} for i in range(300)]
+    with pytest.raises(Invalid) as caught:
+        store.update_status({**created, "status": {"allocation": allocation, "reservedFor": consumers}})
+    assert ("status.reservedFor", "Too many: 300: must have at most 256 items") in causes(caught.value)
+
+
+# plugin/pkg/admission/priority/admission.go: admission answers 403, not 422.
+
+
+def test_a_pod_priority_without_a_class_is_forbidden(store: ClusterStore, ns: str) -> None:
+    obj = pod(ns, "p")
+    obj["spec"]["priority"] = 100
+    with pytest.raises(Forbidden) as caught:
+        store.create(obj)
+    assert "the integer value of priority (100) must not be provided in pod spec; priority admission " \
+           "controller computed 0 from the given PriorityClass name" in str(caught.value)
+
+
+def test_a_second_global_default_priority_class_is_forbidden(store: ClusterStore) -> None:
+    first = {**priority_class("", unique("default-a")), "globalDefault": True}
+    second = {**priority_class("", unique("default-b")), "globalDefault": True}
+    with cleanup(store, first):
+        store.create(first)
+        for _ in range(50):  # the admission plugin reads classes from an informer: wait until it sees the first
+            try:
+                with cleanup(store, second):
+                    store.create(second)
+            except Forbidden as exc:
+                assert f"PriorityClass {first['metadata']['name']} is marked as default. " \
+                       "Only one default can exist" in str(exc)
+                return
+            store.get(kinds.PRIORITY_CLASS, first["metadata"]["name"])
+        pytest.fail("a second globalDefault PriorityClass was accepted")
+
+
+# drasched simulate: the same input is refused with exit 2, naming file, document, object and field.
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_simulate_refuses_each_rule_naming_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     rule: Rule) -> None:
+    obj = rule.base("default", "bad")
+    rule.mutate(obj)
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all([pod("default", "fine"), obj]), encoding="utf-8")
+    assert main(["simulate", str(path), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: document 1: " in err and rule.field in err and rule.fragment in err, err
+    assert f"{obj['kind']} " in err and "bad" in err, err
+
+
+def test_simulate_refuses_a_pod_priority_without_a_class(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prioritized = pod("default", "p")
+    prioritized["spec"]["priority"] = 100
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all([pod("default", "fine"), prioritized]), encoding="utf-8")
+    assert main(["simulate", str(path), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: document 1: Pod default/p: " in err and "must not be provided in pod spec" in err, err
+
+
+def test_simulate_refuses_a_second_global_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    defaults = [{**priority_class("", name), "globalDefault": True} for name in ("a", "b")]
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all(defaults), encoding="utf-8")
+    assert main(["simulate", str(path), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: document 1: PriorityClass b: " in err and "Only one default can exist" in err, err
