@@ -153,7 +153,7 @@ def test_a_claim_left_by_a_failed_bind_is_deleted_and_the_pod_placed_again(store
 
 
 def test_half_gpu_shares_pass_the_real_servers_validation(store: KubeStore) -> None:
-    """Item 10: the special claim asks a capacity share (selector + capacity requests); the
+    """Fractional GPUs: the special claim asks a capacity share (selector + capacity requests); the
     server compiles the selector, accepts the request and the share's status (shareID,
     consumedCapacity), and two halves share one GPU."""
     node, cls = "ext-e2e-shared", "ext-e2e.shared.example.com"

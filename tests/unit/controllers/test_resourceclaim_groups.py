@@ -75,7 +75,7 @@ def test_entry_with_another_template_is_the_pods_own_claim() -> None:
 
 
 def test_5000_pods_share_one_group_claim_with_one_reservation() -> None:
-    """The seed's point: one reservedFor entry for the whole group, however many pods.
+    """The point of group claims: one reservedFor entry for the whole group, however many pods.
     (Placing 5,000 pods is the scheduler's test; here they are bound by hand.)"""
     ctx = new_ctx()
     ctx.store.restore(template("gpu"))
@@ -124,7 +124,7 @@ def test_group_deletion_waits_for_its_pods_then_releases_and_cleans_up() -> None
 
 
 def test_orphaned_group_reservation_is_removed() -> None:
-    """The seed's orphan cleanup: a reservedFor entry naming a PodGroup that no longer
+    """Orphan cleanup: a reservedFor entry naming a PodGroup that no longer
     exists (or was recreated under a new uid) is removed and the claim deallocated."""
     ctx = new_ctx()
     ctx.store.restore(claim("gone", reserved=[{"apiGroup": "scheduling.drasched.io", "resource": "podgroups",

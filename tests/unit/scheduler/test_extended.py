@@ -73,7 +73,7 @@ def row(snap: Any, name: str) -> list[float]:
     return [float(v) for v in snap.allocatable[snap.index.pos[name]]]
 
 
-# ---------------------------------------------------------------------- item 2: GPU capacity
+# ---------------------------------------------------------------------- GPU capacity
 
 
 def test_dra_gpus_fill_the_gpu_row_where_the_device_plugin_serves_none() -> None:
@@ -104,7 +104,7 @@ def test_a_class_marked_gpu_in_the_config_counts_in_the_gpu_row() -> None:
     assert row(w.snapshot(), GPU) == [3.0]
 
 
-# ---------------------------------------------------------------------- items 3 and 6: the special claim
+# ---------------------------------------------------------------------- the special claim
 
 
 def test_a_cycle_binds_the_allocation_found_in_filter_with_requests_and_mappings() -> None:
@@ -187,7 +187,7 @@ def test_nvidia_gpu_without_a_mapping_is_device_plugin_only() -> None:
     assert messages(w.cycle())["p"] == "0/1 nodes are available: 1 insufficient nvidia.com/gpu."
 
 
-# ---------------------------------------------------------------------- item 4: vectors
+# ---------------------------------------------------------------------- vectors
 
 
 def test_a_bound_pod_never_drives_a_dra_delegated_row_negative() -> None:
@@ -233,7 +233,7 @@ def test_a_rolled_back_gang_frees_the_special_claim_devices() -> None:
     assert np.array_equal(s.idle, before_idle)
 
 
-# ---------------------------------------------------------------------- item 5: no double counting
+# ---------------------------------------------------------------------- no double counting
 
 
 def test_a_pods_gpus_count_once_whatever_the_route() -> None:
@@ -248,7 +248,7 @@ def test_a_pods_gpus_count_once_whatever_the_route() -> None:
     assert s.state.devices() == {(GPU_CLASS, "dra", "gpu-0"), (GPU_CLASS, "dra", "gpu-1")}
 
 
-# ---------------------------------------------------------------------- item 3: stale claims
+# ---------------------------------------------------------------------- stale claims
 
 
 def test_a_stale_claim_makes_the_pod_wait_one_cycle_and_is_deleted() -> None:
