@@ -11,11 +11,16 @@ What differs is speed and explanations, not answers:
 
 * built once per cycle (pools, per-node candidate lists per request signature, counter
   totals per pool), so asking about every node of a cluster is cheap;
-* CEL results are memoised per (expression, device content) across cycles;
+* CEL results are memoised per (expression, device content) in a :class:`SelectorCache` the
+  caller passes in (and keeps across cycles);
 * devices within one request are tried as combinations, not permutations (upstream #133678);
   a ``matchAttribute`` constraint restricts later devices to the chosen value's group; counts
   are checked before searching and failed sub-searches are memoised;
-* a time budget per call (default 10 s) ends hopeless searches with a "timed out" reason;
+* a claim that cannot be allocated on its own (a constraint no candidate can meet, too few
+  distinct values, or a search for that claim alone that fails) fails the node at once, before
+  any search across the pod's claims backtracks through the others' choices;
+* a step budget per call ends hopeless searches with a "gave up" reason: the same answer on
+  any machine; a wall-clock limit can be added (serve) but is off by default;
 * on failure, per-request counts say why (see :mod:`drasched.dra.explain`).
 
 Where upstream's ``Allocate`` returns an error, which aborts the pod's scheduling attempt
@@ -56,12 +61,19 @@ from drasched.dra.capacity import Consumption, consumption
 from drasched.dra.explain import Reason
 from drasched.dra.nodes import node_selector_matches
 from drasched.dra.pools import DeviceEntry, DeviceID, NodePools, Pool, PoolID, PoolIndex
+from drasched.dra.selector_cache import SelectorCache
 
 Obj = dict[str, Any]
 
-__all__ = ["AllocationOutcome", "Allocator", "Features", "clear_selector_cache", "evaluate_selector"]
+__all__ = ["DEFAULT_STEP_BUDGET", "AllocationOutcome", "Allocator", "Features", "SelectorCache"]
 
 _SHARE_NS: Final = uuid.UUID("6f1c1f52-6a5e-4c0e-9d8e-2b7b2d1c6a10")
+#: Search steps one ``allocate`` call may take (every placement in the test suite and the
+#: benchmarks' pathological cases takes under 5,000; a second or less of search on a slow
+#: core); the answer after that is "gave up", whatever the machine's speed.
+DEFAULT_STEP_BUDGET: Final = 20_000
+#: Failed (claim, request, state) positions one search remembers; past that it stops adding.
+_SEARCH_MEMO_LIMIT: Final = 50_000
 
 
 @dataclass(frozen=True)
@@ -100,55 +112,15 @@ class AllocationOutcome:
         return ex.summarize(self.reasons)
 
 
-# ------------------------------------------------------------------------------ CEL cache
-
-_MATCH_CACHE: dict[tuple[str, Any], bool | tuple[str, str]] = {}
-_MATCH_CACHE_LIMIT: Final = 2_000_000
-
-
-def clear_selector_cache() -> None:
-    """Forget memoised selector results (tests; memory pressure)."""
-    _MATCH_CACHE.clear()
-
-
 class _PodError(Exception):
     """Fails the pod's attempt, not only this node (CEL errors, disabled features)."""
 
 
-class _Timeout(Exception):
-    pass
+class _OutOfSteps(Exception):
+    """The step budget (or the optional wall-clock limit) is spent."""
 
 
 _MAXED: Final = object()  # "would exceed 32 results": backtrack past this request
-
-
-def _evaluate(expr: str, dev: DeviceEntry, where: str) -> bool | str:
-    """Selector result for a device, or an error message (memoised by device content)."""
-    from drasched.cel import CELCompileError, CELRuntimeError, compile_selector
-
-    try:
-        view = dev.cel_view()
-    except ValueError as exc:  # an attribute upstream cannot convert: reported on evaluation
-        return f"{where}: device {dev.name}: {exc}"
-    key = (expr, view.cache_key)
-    hit = _MATCH_CACHE.get(key)
-    if hit is None:
-        try:
-            hit = bool(compile_selector(expr).evaluate(view))
-        except CELCompileError as exc:
-            hit = ("compile", str(exc))
-        except CELRuntimeError as exc:
-            hit = ("runtime", str(exc))
-        if len(_MATCH_CACHE) >= _MATCH_CACHE_LIMIT:
-            _MATCH_CACHE.clear()
-        _MATCH_CACHE[key] = hit
-    if isinstance(hit, bool):
-        return hit
-    return f"{where}: CEL {hit[0]} error: {hit[1]}"
-
-
-evaluate_selector = _evaluate
-"""Public name of the memoised selector check: ``True``/``False``, or an error message."""
 
 
 # ------------------------------------------------------------------------------ taints
@@ -369,6 +341,11 @@ class _Constraint:
         if not self.n:
             self.value = None
 
+    def reset(self) -> None:
+        self.value = None
+        self.n = 0
+        self.seen = {}
+
     def state(self) -> Any:
         if self.distinct:
             return frozenset(self.seen)
@@ -410,7 +387,10 @@ class Allocator:
 
     ``classes`` and ``slices`` are wire-form dicts; ``allocated_state`` is shared with the
     caller, who may ``add``/``remove`` allocations between calls (cached counter totals
-    follow its per-pool versions).
+    follow its per-pool versions). ``selector_cache`` is the caller's, kept across cycles (a
+    fresh one when not given). ``step_budget`` bounds the search of one call, so the answer is
+    the same on any machine; ``wall_time_limit`` (seconds, off by default) adds a clock on top,
+    for a live scheduler that must never stall whatever the budget.
     """
 
     def __init__(
@@ -420,13 +400,17 @@ class Allocator:
         allocated_state: AllocatedState | None = None,
         features: Features | None = None,
         *,
-        timeout: float = 10.0,
+        step_budget: int = DEFAULT_STEP_BUDGET,
+        wall_time_limit: float | None = None,
         index: PoolIndex | None = None,
+        selector_cache: SelectorCache | None = None,
     ) -> None:
         """``index``: pools already built from the same slices (``slices`` is then unused)."""
         self.features = features or Features()
         self.state = allocated_state if allocated_state is not None else AllocatedState()
-        self.timeout = timeout
+        self.step_budget = step_budget
+        self.wall_time_limit = wall_time_limit
+        self.selectors = selector_cache if selector_cache is not None else SelectorCache()
         items = classes.values() if isinstance(classes, Mapping) else classes
         self.classes: dict[str, tuple[DeviceClass, Obj]] = {}
         for raw in items:
@@ -441,6 +425,7 @@ class Allocator:
         self._failures: dict[tuple[Any, ...], tuple[list[str], list[Reason]]] = {}
         self._counters: dict[tuple[PoolID, int], tuple[int, dict[str, dict[str, Fraction]]]] = {}
         self.stats = {"allocate_calls": 0, "search_steps": 0, "timeouts": 0}
+        """``timeouts``: calls that spent their step budget (or wall-clock limit)."""
 
     # ------------------------------------------------------------------ public API
 
@@ -547,21 +532,46 @@ class Allocator:
         if quick:
             return AllocationOutcome(False, reasons=quick)
 
-        search = _Search(self, plans, started + self.timeout)
+        budget = _Budget(self.step_budget, None if self.wall_time_limit is None else started + self.wall_time_limit)
         try:
+            hopeless = self._hopeless_alone(plans, np, budget)
+            if hopeless:
+                return AllocationOutcome(False, reasons=hopeless)
+            search = _Search(self, plans, budget)
             found = search.run()
-        except _Timeout:
+        except _OutOfSteps:
             self.stats["timeouts"] += 1
-            self.stats["search_steps"] += search.steps
-            return AllocationOutcome(False, reasons=[Reason(
-                ex.TIMED_OUT, details=(f"after {self.timeout:g}s and {search.steps} steps",))])
-        self.stats["search_steps"] += search.steps
+            return AllocationOutcome(False, reasons=[Reason(ex.TIMED_OUT, details=(budget.describe(),))])
+        finally:
+            self.stats["search_steps"] += budget.steps
         if not found:
             return AllocationOutcome(False, reasons=self._diagnose(plans, np, search.maxed))
         for p in plans:
             allocations[p.index] = self._wire(p, search.results[p.index], node_name)
             new[p.index] = True
         return AllocationOutcome(True, allocations=allocations, newly_allocated=new)
+
+    def _hopeless_alone(self, plans: list[_Plan], np: NodePools, budget: _Budget) -> list[Reason]:
+        """Reasons when one claim cannot be allocated even by itself, else ``[]``.
+
+        Claims of one pod only take devices, counters and capacity from each other and each
+        has its own constraints, so a claim that fails alone fails with the others too: the
+        joint search would otherwise backtrack through every choice of the claims before it
+        (C(48, 20) ways for a 20-device claim on 48 devices) to learn the same thing.
+        """
+        if len(plans) < 2:
+            return []
+        for p in plans:
+            solo = _Search(self, [p], budget)
+            try:
+                found = solo.run()
+            except _PodError:
+                found = True  # the joint search reaches (or not) the error as upstream would
+            finally:
+                solo.undo_all()
+            if not found and not solo.maxed:
+                return self._diagnose([p], np, False)
+        return []
 
     def _missing_classes(self, specs: list[_ClaimSpec]) -> list[Reason]:
         """Upstream PreFilter: every request and subrequest names a DeviceClass that exists,
@@ -755,7 +765,7 @@ class Allocator:
                 continue
             cand: _Cand | None = _Cand(dev)
             for i, expr in enumerate(class_selectors):
-                r = _evaluate(expr, dev, f"class {cls_name}: selector #{i}")
+                r = self.selectors.evaluate(expr, dev, f"class {cls_name}: selector #{i}")
                 if r is False:
                     failed_class += 1
                     cand = None
@@ -769,7 +779,7 @@ class Allocator:
                 continue
             if cand.err is None:
                 for i, expr in enumerate(req.spec.selectors):
-                    r = _evaluate(expr, dev, f"request {req.full_name}: selector #{i}")
+                    r = self.selectors.evaluate(expr, dev, f"request {req.full_name}: selector #{i}")
                     if r is False:
                         failed_request += 1
                         cand = None
@@ -809,8 +819,13 @@ class Allocator:
         return free
 
     def _quick_check(self, plans: list[_Plan], np: NodePools) -> list[Reason]:
-        """Cheap impossibility checks before any search: enough free devices per request."""
+        """Cheap impossibility checks before any search: enough free devices per request, and
+        constraints that some choice of the free candidates can meet."""
         for p in plans:
+            unmet = tuple(c.describe() for c in p.constraints if not self._constraint_possible(p, c))
+            if unmet:  # named alone, unless a request lacks devices whatever the constraints
+                return [Reason(ex.CONSTRAINT, claim=p.key, details=unmet) if r.kind == ex.CONSTRAINT else r
+                        for r in self._diagnose(plans, np, False)]
             # Requests over the same candidate list compete for the same devices.
             demand: dict[int, tuple[_Req, int]] = {}
             for alts in p.slots:
@@ -825,6 +840,43 @@ class Allocator:
                 if want > first.count and self._free_for(first, want) < want:
                     return self._diagnose(plans, np, False)
         return []
+
+    def _constraint_possible(self, p: _Plan, con: _Constraint) -> bool:
+        """Whether the free candidates of the requests ``con`` binds could satisfy it.
+
+        Only single-choice ExactCount requests without shared devices or CEL errors are
+        judged (the search decides the rest): every device must have the attribute; for
+        ``matchAttribute`` one value must be common to all the requests, with enough free
+        devices of it; for ``distinctAttribute`` there must be enough distinct values.
+        """
+        bound = [alts[0] for alts in p.slots if len(alts) == 1 and con.applies(alts[0].base, alts[0].sub)]
+        if not bound:
+            return True
+        if any(a.all_mode or a.cands is None or a.cands.has_multi or a.cands.errors for a in bound):
+            return True
+        per_list: dict[int, tuple[_Req, int]] = {}
+        for a in bound:
+            first, want = per_list.get(id(a.cands), (a, 0))
+            per_list[id(a.cands)] = (first, want + a.count)
+        free_values: dict[int, dict[Any, int]] = {}
+        for key, (a, _) in per_list.items():
+            assert a.cands is not None
+            counts: dict[Any, int] = {}
+            for c in a.cands.usable:
+                if a.admin or not self.state.in_use(c.dev.id):
+                    v = c.dev.attribute(con.attr)
+                    if v is not None:
+                        counts[v] = counts.get(v, 0) + 1
+            free_values[key] = counts
+        if con.distinct:
+            union: set[Any] = set()
+            for key, (_, want) in per_list.items():
+                if len(free_values[key]) < want:
+                    return False
+                union.update(free_values[key])
+            return len(union) >= sum(a.count for a in bound)
+        common = set.intersection(*(set(v) for v in free_values.values()))
+        return any(all(free_values[key][v] >= want for key, (_, want) in per_list.items()) for v in common)
 
     def _could_fit(self, a: _Req) -> bool:
         assert a.cands is not None
@@ -1067,16 +1119,38 @@ def _same_requirement(a: Obj, b: Obj) -> bool:
 # ------------------------------------------------------------------------------ the search
 
 
+class _Budget:
+    """Steps left to one ``allocate`` call (shared by its searches), and an optional deadline."""
+
+    __slots__ = ("deadline", "limit", "steps")
+
+    def __init__(self, limit: int, deadline: float | None) -> None:
+        self.limit = limit
+        self.deadline = deadline
+        self.steps = 0
+
+    def tick(self) -> None:
+        self.steps += 1
+        if self.steps > self.limit:
+            raise _OutOfSteps
+        if self.deadline is not None and not self.steps & 1023 and time.monotonic() > self.deadline:
+            raise _OutOfSteps
+
+    def describe(self) -> str:
+        if self.steps > self.limit:
+            return f"after {self.limit} search steps"
+        return f"after {self.steps} search steps, at the wall-clock limit"
+
+
 class _Search:
     """One depth-first search over a pod's claims on one node (upstream ``allocateOne``)."""
 
-    def __init__(self, alloc: Allocator, plans: list[_Plan], deadline: float) -> None:
+    def __init__(self, alloc: Allocator, plans: list[_Plan], budget: _Budget) -> None:
         self.a = alloc
         self.state = alloc.state
         self.features = alloc.features
         self.plans = plans
-        self.deadline = deadline
-        self.steps = 0
+        self.budget = budget
         self.maxed = False
         self.excl: dict[DeviceID, set[int]] = {}
         self.shares: dict[DeviceID, int] = {}
@@ -1094,9 +1168,14 @@ class _Search:
     # -------------------------------------------------------------- recursion
 
     def _tick(self) -> None:
-        self.steps += 1
-        if not self.steps & 1023 and time.monotonic() > self.deadline:
-            raise _Timeout
+        self.budget.tick()
+
+    def undo_all(self) -> None:
+        """Give back everything taken (constraint state included), as if never searched."""
+        for p in self.plans:
+            for c in p.constraints:
+                c.reset()
+            p.chosen = [0] * len(p.slots)
 
     def _memo_key(self, pi: int, si: int) -> Any:
         claim = self.plans[pi].index
@@ -1133,7 +1212,7 @@ class _Search:
                     plan.chosen[si] = ai
                     return True
             r = _MAXED if all_maxed else False
-        if r is False:
+        if r is False and len(self.failed) < _SEARCH_MEMO_LIMIT:
             self.failed.add(key)
         return r
 

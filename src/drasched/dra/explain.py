@@ -115,7 +115,7 @@ def _phrase(kind: str, cls: str, claim: str, request: str, counts: dict[str, int
     if kind == TOO_MANY_RESULTS:
         return f"claim {claim} needs more than 32 devices"
     if kind == TIMED_OUT:
-        return f"allocation timed out{extra}"
+        return f"allocation search gave up{extra}"
     if kind == CLAIM_ELSEWHERE:
         return f"claim {claim} is allocated for other nodes"
     if kind == CLAIM_TAINTED:

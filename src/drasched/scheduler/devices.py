@@ -95,8 +95,6 @@ class DeviceAccounting:
 
 def class_matches(alloc: Allocator, class_name: str, dev: DeviceEntry) -> bool:
     """Whether a device satisfies a class's selectors (CEL errors count as no match)."""
-    from drasched.dra.allocator import _evaluate  # memoised per (expression, device content)
-
     entry = alloc.classes.get(class_name)
     if entry is None:
         return False
@@ -104,7 +102,7 @@ def class_matches(alloc: Allocator, class_name: str, dev: DeviceEntry) -> bool:
     for i, sel in enumerate(view.spec.selectors):
         if sel.cel is None:
             continue
-        if _evaluate(sel.cel.expression, dev, f"class {class_name}: selector #{i}") is not True:
+        if alloc.selectors.evaluate(sel.cel.expression, dev, f"class {class_name}: selector #{i}") is not True:
             return False
     return True
 

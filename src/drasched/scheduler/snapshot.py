@@ -24,7 +24,7 @@ import numpy as np
 
 from drasched.api import kinds
 from drasched.dra.allocated_state import AllocatedState
-from drasched.dra.allocator import Allocator
+from drasched.dra.allocator import Allocator, SelectorCache
 from drasched.dra.extended import implicit_name
 from drasched.dra.pools import DeviceID, PoolIndex
 from drasched.scheduler.cache import SchedulerCache
@@ -153,6 +153,7 @@ class SnapshotBuilder:
         self.profile = Profile.from_config(config)
         self._pods: dict[str, tuple[str, PodInfo]] = {}
         self._class_memo = ClassMatchMemo()
+        self._selectors = SelectorCache()  # selector results, kept across cycles
         self._pools: PoolIndex | None = None
         self._pools_of: tuple[int, int, int] = (0, -1, -1)
         """(cache id, slice generation, node generation) the pool index was built for / checked at."""
@@ -204,7 +205,7 @@ class SnapshotBuilder:
         claims: dict[str, ClaimInfo] = {}
         state = AllocatedState()
         slices = cache.objects(kinds.RESOURCE_SLICE)
-        allocator = Allocator(classes, (), state, index=self._pool_index(cache))
+        allocator = Allocator(classes, (), state, index=self._pool_index(cache), selector_cache=self._selectors)
         accounting.devices = allocator.index.devices_by_id
         for key, obj in cache.objects(kinds.RESOURCE_CLAIM).items():
             info = build_claim_info(key, obj, assumed_alloc.get(key), assumed_res.get(key, []), accounting)

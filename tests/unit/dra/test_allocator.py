@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from drasched.dra.allocated_state import AllocatedState
@@ -450,22 +448,86 @@ def test_distinct_attribute_with_too_few_values_fails_without_search() -> None:
     assert "constraint unmet: distinctAttribute gpu.example.com/color" in out.message
 
 
-def test_time_budget_ends_a_hopeless_search() -> None:
+def _numa_colors(i: int) -> dict:
     # Each NUMA node has 7 colors, the node 8: counting cannot see that 8 distinct colors on
-    # one NUMA node do not exist, so the search runs until the budget is spent.
-    def attrs(i: int) -> dict:
-        numa = i % 2
-        return {"numa": numa, "color": f"c{(i // 2) % 7 + numa}"}
+    # one NUMA node do not exist, so a search for 8 runs until its budget is spent.
+    numa = i % 2
+    return {"numa": numa, "color": f"c{(i // 2) % 7 + numa}"}
 
-    c = claim("c", exact("gpu", count=8), constraints=[
-        {"distinctAttribute": f"{DRIVER}/color"}, {"matchAttribute": f"{DRIVER}/numa"}])
-    a = alloc_for([gpus("node-1", 64, attrs=attrs)], timeout=0.2)
-    t0 = time.monotonic()
-    out = a.allocate(N1, [c])
-    assert time.monotonic() - t0 < 2
+
+HOPELESS = claim("c", exact("gpu", count=8), constraints=[
+    {"distinctAttribute": f"{DRIVER}/color"}, {"matchAttribute": f"{DRIVER}/numa"}])
+
+
+def test_step_budget_ends_a_hopeless_search() -> None:
+    a = alloc_for([gpus("node-1", 64, attrs=_numa_colors)], step_budget=3000)
+    out = a.allocate(N1, [HOPELESS])
     assert not out.ok
     assert out.reasons[0].kind == "timed-out"
-    assert "timed out" in out.message
+    assert out.message == "allocation search gave up (after 3000 search steps)"
+    assert a.stats["search_steps"] == 3001 and a.stats["timeouts"] == 1
+
+
+def test_step_budget_gives_the_same_answer_whatever_the_clock() -> None:
+    # A generous wall-clock limit changes nothing: the steps decide, not the machine's speed.
+    answers = []
+    for limit in (None, 3600.0):
+        a = alloc_for([gpus("node-1", 64, attrs=_numa_colors)], step_budget=2000, wall_time_limit=limit)
+        out = a.allocate(N1, [HOPELESS])
+        answers.append((out.ok, out.message, a.stats["search_steps"]))
+    assert answers[0] == answers[1] == (False, "allocation search gave up (after 2000 search steps)", 2001)
+
+
+def test_wall_time_limit_is_optional_and_stops_the_search() -> None:
+    a = alloc_for([gpus("node-1", 64, attrs=_numa_colors)], step_budget=10**9, wall_time_limit=0.0)
+    out = a.allocate(N1, [HOPELESS])
+    assert out.message.startswith("allocation search gave up (after 1024 search steps, at the wall-clock limit")
+
+
+def test_a_claim_that_cannot_be_met_alone_fails_the_pod_without_joint_search() -> None:
+    # Upstream's search would backtrack through all C(48, 20) choices of the first claim.
+    first = claim("first", exact("gpu", count=20))
+    second = claim("second", exact("gpu", count=20), constraints=[{"matchAttribute": f"{DRIVER}/nope"}])
+    a = alloc_for([gpus("node-1", 48)])
+    out = a.allocate(N1, [first, second])
+    assert not out.ok
+    assert out.message == "constraint unmet: matchAttribute gpu.example.com/nope"
+    assert a.stats["search_steps"] == 0
+
+
+def test_thirty_two_unmeetable_constraints_fail_at_once() -> None:
+    first = claim("first", exact("gpu", count=20))
+    second = claim("second", exact("gpu", count=20),
+                   constraints=[{"matchAttribute": f"{DRIVER}/nope{i}"} for i in range(32)])
+    a = alloc_for([gpus("node-1", 48)])
+    out = a.allocate(N1, [first, second])
+    assert not out.ok and out.reasons[0].kind == "constraint"
+    assert a.stats["search_steps"] == 0
+
+
+def test_match_attribute_with_no_common_value_across_requests_fails_without_search() -> None:
+    s = gpus("node-1", 8, attrs=lambda i: {"numa": i % 2, "kind": "a" if i < 4 else "b"})
+    c = claim("c", exact("a", count=1, selectors=[f'device.attributes["{DRIVER}"].kind == "a" && '
+                                                 f'device.attributes["{DRIVER}"].numa == 0']),
+              exact("b", count=1, selectors=[f'device.attributes["{DRIVER}"].numa == 1']),
+              constraints=[{"matchAttribute": f"{DRIVER}/numa"}])
+    a = alloc_for([s])
+    out = a.allocate(N1, [c])
+    assert not out.ok and out.reasons[0].kind == "constraint"
+    assert a.stats["search_steps"] == 0
+
+
+def test_a_claim_failing_alone_after_a_search_names_only_itself() -> None:
+    # Counting cannot see this one (8 distinct colors exist, but not on one NUMA node): the
+    # claim's own search fails, and the pod fails without trying the first claim's choices.
+    first = claim("first", exact("gpu", count=4))
+    second = claim("second", exact("gpu", count=8), constraints=[
+        {"distinctAttribute": f"{DRIVER}/color"}, {"matchAttribute": f"{DRIVER}/numa"}])
+    s = gpus("node-1", 16, attrs=_numa_colors)
+    a = alloc_for([s])
+    out = a.allocate(N1, [first, second])
+    assert not out.ok
+    assert out.reasons[0].kind == "constraint" and out.reasons[0].claim == "default/second"
 
 
 # ---------------------------------------------------------------- config

@@ -25,6 +25,7 @@ def test_summarize_merges_same_class_and_keeps_others() -> None:
 def test_other_kinds() -> None:
     assert Reason(ex.CLASS_MISSING, class_name="x").message == "device class x does not exist"
     assert "more than 32" in Reason(ex.TOO_MANY_RESULTS, claim="ns/c").message
-    assert Reason(ex.TIMED_OUT, details=("after 10s",)).message == "allocation timed out (after 10s)"
+    assert (Reason(ex.TIMED_OUT, details=("after 100000 search steps",)).message
+            == "allocation search gave up (after 100000 search steps)")
     assert "admin-access=true" in Reason(ex.ADMIN_ACCESS_DENIED, claim="ns/c").message
     assert summarize([]) == ""
