@@ -88,7 +88,8 @@ def _check_fully_qualified_name(field: str, name: Any) -> list[Cause]:
 
 def check_device_toleration(path: str, tol: Obj) -> list[Cause]:
     causes: list[Cause] = []
-    key, value, op = tol.get("key") or "", tol.get("value") or "", tol.get("operator") or ""
+    # the operator defaults to Equal before the API server validates
+    key, value, op = tol.get("key") or "", tol.get("value") or "", tol.get("operator") or "Equal"
     if key:
         causes += check_qualified_name(f"{path}.key", key)
     if op == "Exists":
@@ -96,8 +97,6 @@ def check_device_toleration(path: str, tol: Obj) -> list[Cause]:
             causes.append(bad(f"{path}.value", value, "must be empty for operator `Exists`"))
     elif op == "Equal":
         causes += check_label_value(f"{path}.value", value)
-    elif not op:
-        causes.append(required(f"{path}.operator"))
     else:
         causes.append(not_supported(f"{path}.operator", op, TOLERATION_OPERATORS))
     effect = tol.get("effect") or ""
