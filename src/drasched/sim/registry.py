@@ -1,7 +1,8 @@
 """Which controllers an embedded run starts, in the order one round runs them.
 
-Order matters only for how much work one round gets done, never for the outcome: every
-controller is level-triggered and the runner loops until none of them has work left.
+Order matters only for how much work one round gets done, never for the outcome: the
+runner loops until none of them has work left (the claim controller's work queue drains
+every ready key each round; the others look at what changed).
 """
 
 from __future__ import annotations
