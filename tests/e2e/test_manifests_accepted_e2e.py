@@ -1,0 +1,137 @@
+"""Every object of every scenario and example is one a real kube-apiserver accepts.
+
+Each file under ``tests/scenarios/`` and ``examples/`` (manifests only: a scenario's
+``Scenario`` document is the test's, not the cluster's) is applied to one API server of
+its own, with ``fieldValidation=Strict``: objects are created in dependency order, then the
+``status`` a file gives is written through the status subresource, as a restore would.
+Nothing is skipped: every refusal of every object is reported.
+
+Files are kept apart without a server each: every namespace a file names is renamed to one
+of that file's own, and its cluster-scoped objects (Nodes, DeviceClasses, slices,
+PriorityClasses, Queues) are deleted before the next file. Admission plugins read
+PriorityClasses from an informer, so a create they refuse (403) is retried until the
+informer has caught up with the file's own classes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drasched.api import kinds
+from drasched.api.errors import ApiError, Forbidden, NotFound
+from drasched.api.manifest import MANIFEST_SUFFIXES, parse_documents
+from drasched.store.kube import KubeStore
+from drasched.testing.apiserver import LocalCluster, ensure_namespace
+from tests.scenarios.runner import load_scenario
+
+pytestmark = pytest.mark.e2e
+Obj = dict[str, Any]
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIOS = sorted((REPO / "tests" / "scenarios").rglob("*.yaml"))
+EXAMPLES = sorted(p for p in (REPO / "examples").rglob("*") if p.suffix in MANIFEST_SUFFIXES)
+FILES = SCENARIOS + EXAMPLES
+ADMISSION_RETRIES = 100
+"""Forbidden answers retried (0.05 s apart) while the admission informer catches up."""
+
+
+def manifests(path: Path) -> list[Obj]:
+    if path.is_relative_to(REPO / "tests" / "scenarios"):
+        return load_scenario(path).manifests
+    return [item.obj for item in parse_documents(path.read_text(encoding="utf-8"), str(path))]
+
+
+def file_namespace(index: int, name: str) -> str:
+    return f"f{index}-{name}"[:63].rstrip("-")
+
+
+def isolated(objs: list[Obj], index: int) -> list[Obj]:
+    """The file's objects with every namespace renamed to one of the file's own."""
+    out = []
+    for obj in objs:
+        obj = {**obj, "metadata": dict(obj.get("metadata") or {})}
+        rt = kinds.for_object(obj)
+        if rt is kinds.NAMESPACE:
+            obj["metadata"]["name"] = file_namespace(index, obj["metadata"]["name"])
+        elif rt.namespaced:
+            obj["metadata"]["namespace"] = file_namespace(index, obj["metadata"].get("namespace") or "default")
+        out.append(obj)
+    return sorted(out, key=lambda o: kinds.order_index(kinds.for_object(o)))
+
+
+def create_admitted(store: KubeStore, body: Obj) -> Obj:
+    """Create ``body``, retried while an admission plugin's informer lags behind the file's classes."""
+    for _ in range(ADMISSION_RETRIES):
+        try:
+            return store.create(body)
+        except Forbidden:
+            time.sleep(0.05)
+    return store.create(body)
+
+
+def describe(obj: Obj) -> str:
+    md = obj["metadata"]
+    return f"{obj['kind']} {md['namespace'] + '/' if md.get('namespace') else ''}{md.get('name')}"
+
+
+def apply(store: KubeStore, objs: list[Obj]) -> list[str]:
+    """Create every object (then its status); the refusals, each naming its object."""
+    refusals: list[str] = []
+    for obj in objs:
+        rt = kinds.for_object(obj)
+        if rt is not kinds.NAMESPACE and rt.namespaced:
+            ensure_namespace(store, obj["metadata"]["namespace"])
+        body = {k: v for k, v in obj.items() if k != "status"}
+        try:
+            created = create_admitted(store, body)
+            if rt is kinds.NAMESPACE:
+                ensure_namespace(store, obj["metadata"]["name"])
+            if obj.get("status") and rt.has_status:
+                store.update_status({**created, "status": obj["status"]})
+        except ApiError as exc:
+            refusals.append(f"{describe(obj)}: {exc.message}")
+    return refusals
+
+
+def remove_cluster_scoped(store: KubeStore, objs: list[Obj]) -> None:
+    for obj in objs:
+        rt = kinds.for_object(obj)
+        if not rt.namespaced and rt is not kinds.NAMESPACE:
+            with contextlib.suppress(NotFound):
+                store.delete(rt, obj["metadata"]["name"], grace_period_seconds=0)
+
+
+@pytest.fixture(scope="module")
+def store() -> Iterator[KubeStore]:
+    """An API server of this module's own: the files' fixed names stay out of other tests' way."""
+    with LocalCluster() as cluster:
+        yield cluster.store()
+
+
+def test_every_scenario_and_example_file_is_in_the_list() -> None:
+    assert len(SCENARIOS) > 200
+    assert {p.parent.name for p in EXAMPLES} >= {"quickstart", "migration", "fewest-free-gpus"}
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(REPO)) for p in FILES])
+def test_the_api_server_accepts_every_object_of_the_file(store: KubeStore, path: Path) -> None:
+    objs = isolated(manifests(path), FILES.index(path))
+    assert objs, f"{path}: no objects"
+    try:
+        refusals = apply(store, objs)
+    finally:
+        remove_cluster_scoped(store, objs)
+    assert not refusals, "\n".join(refusals)
+
+
+def test_a_refused_object_is_reported_not_skipped(store: KubeStore) -> None:
+    bad = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+           "spec": {"containers": [{"name": "main", "image": "x"}], "priority": 100}}
+    refusals = apply(store, isolated([bad], len(FILES)))
+    assert len(refusals) == 1 and "must not be provided in pod spec" in refusals[0], refusals
