@@ -7,8 +7,8 @@ returned (never mutated, never handed back to the store); ``generation`` counts 
 parsed views can be memoised per object version by the snapshot builder.
 
 Two feeds, one cache: embedded mode drains each kind's watch synchronously (the memory
-store answers at once, and the run must stay single-threaded and deterministic); behind
-an :class:`~drasched.store.informer.InformedStore` (``drasched serve``) the cache takes
+store answers at once, and the run must stay single-threaded and deterministic); given
+the context's shared informers (``drasched serve``) the cache takes
 what changed from the process's shared background watches, without waiting on any.
 """
 
@@ -22,7 +22,7 @@ from drasched.api import kinds
 from drasched.api.errors import Gone
 from drasched.api.kinds import ResourceType
 from drasched.store.base import ClusterStore
-from drasched.store.informer import KindFeed, shared_informers
+from drasched.store.informer import KindFeed, SharedInformers
 
 Obj = dict[str, Any]
 
@@ -63,9 +63,11 @@ class SchedulerCache:
 
     # ------------------------------------------------------------------ feeding
 
-    def sync(self, store: ClusterStore) -> bool:
-        """Bring every kind up to date; return whether anything changed."""
-        informers = shared_informers(store)
+    def sync(self, store: ClusterStore, informers: SharedInformers | None = None) -> bool:
+        """Bring every kind up to date; return whether anything changed.
+
+        From ``informers`` when the context has them (serve), else from the store's watch.
+        """
         if informers is not None:
             feeds = [informers.feed(rt) for rt in self.watched]
             if not all(f.synced for f in feeds):

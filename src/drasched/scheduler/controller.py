@@ -81,7 +81,7 @@ class SchedulerController:
         now = ctx.now()
         due = self._wake is not None and now >= self._wake
         refresh = self._refresh_at is not None and now >= self._refresh_at
-        if not self.cache.sync(ctx.store) and not due and not refresh:
+        if not self.cache.sync(ctx.store, ctx.informers) and not due and not refresh:
             return False
         if self.idle_cycle_period is not None and not due and self._last_cycle is not None \
                 and not self._has_unplaced_pods():
