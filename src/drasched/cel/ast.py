@@ -196,6 +196,16 @@ class Comprehension(Node):
     args: list[Node]
 
 
+def _int_literal(text: str) -> int:
+    """The literal's value; one far out of any 64-bit range comes back as such without being
+    converted (Python refuses to convert decimal strings of more than 4,300 digits)."""
+    hexa = text.startswith("0x")
+    digits = text[2:].lstrip("0") if hexa else text.lstrip("0")
+    if len(digits) > (17 if hexa else 21):
+        return 1 << 65
+    return int(text, 16) if hexa else int(text)
+
+
 class ParseFailure(Exception):
     """A syntax error at a 1-based position."""
 
@@ -413,15 +423,14 @@ class _Builder:
         text = str(tok)
         kind = tok.type
         if kind == "INT_LIT":
-            v = int(text, 16) if text.startswith("0x") else int(text)
+            v = _int_literal(text)
             if negate:
                 v = -v
             if not -_MAX_INT64 - 1 <= v <= _MAX_INT64:
                 raise ParseFailure(f"invalid int literal: {'-' if negate else ''}{text}", p)
             return Literal(p, v, "int")
         if kind == "UINT_LIT":
-            body = text[:-1]
-            v = int(body, 16) if body.startswith("0x") else int(body)
+            v = _int_literal(text[:-1])
             if v > _MAX_UINT64:
                 raise ParseFailure(f"invalid uint literal: {text}", p)
             return Literal(p, v, "uint")

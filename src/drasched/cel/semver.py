@@ -26,7 +26,7 @@ def _parse_uint(s: str, what: str) -> int:
         raise SemverError(f"Invalid character(s) found in {what} {s!r}")
     if len(s) > 1 and s[0] == "0":
         raise SemverError(f"{what.capitalize()} number must not contain leading zeroes {s!r}")
-    v = int(s)
+    v = int(s) if len(s) <= 20 else _MAX_UINT64 + 1  # longer is out of range (and too long for int())
     if v > _MAX_UINT64:
         raise SemverError(f"{what} {s!r} out of range")
     return v
@@ -38,6 +38,8 @@ def _pr_part(s: str) -> int | str:
     if set(s) <= _NUM:
         if len(s) > 1 and s[0] == "0":
             raise SemverError(f"Prerelease number must not contain leading zeroes {s!r}")
+        if len(s) > 20 or int(s) > _MAX_UINT64:  # blang parses it with strconv.ParseUint(s, 10, 64)
+            raise SemverError(f"prerelease {s!r} out of range")
         return int(s)
     if not set(s) <= _ALNUM:
         raise SemverError(f"Invalid character(s) found in prerelease {s!r}")

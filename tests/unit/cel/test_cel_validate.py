@@ -79,3 +79,24 @@ def test_runtime_charges_list_creation_and_stops_before_building_huge_lists() ->
     # the 250,000 inner iterations, and the constant list is shared rather than built each time.
     with pytest.raises(CELRuntimeError, match="actual cost limit exceeded"):
         compile_selector(TOO_COSTLY).evaluate(DeviceView("gpu.example.com", {}, {}))
+
+
+@pytest.mark.parametrize(
+    ("expression", "fragment"),
+    [
+        # Python refuses int() of more than 4,300 decimal digits; cel-go says the literal is invalid.
+        ("1" * 5000 + " > 0", "invalid int literal: 1111"),
+        ("0x" + "f" * 5000 + " > 0", "invalid int literal: 0xfff"),
+        ("1" * 5000 + "u > 0u", "invalid uint literal: 1111"),
+    ],
+)
+def test_huge_integer_literals_are_invalid_not_a_crash(expression: str, fragment: str) -> None:
+    (err,) = selector_errors(expression)
+    assert err.reason == "FieldValueInvalid" and fragment in err.message
+
+
+@pytest.mark.parametrize("version", ["1" * 5000 + ".0.0", "1.0.0-" + "1" * 5000, "1.0.0-18446744073709551616"])
+def test_semver_with_huge_numbers_is_a_runtime_error_not_a_crash(version: str) -> None:
+    sel = compile_selector(f"semver('{version}') == semver('1.0.0')")
+    with pytest.raises(CELRuntimeError, match="out of range"):
+        sel.evaluate(DeviceView("gpu.example.com", {}, {}))
