@@ -6,6 +6,8 @@ import re
 from datetime import timedelta
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+MAX_SECONDS = (2**63 - 1) / 1e9
+"""The longest ``time.Duration``: int64 nanoseconds, about 292 years (Go refuses longer)."""
 _PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 
@@ -27,4 +29,6 @@ def parse_go_duration(text: str) -> timedelta:
             raise ValueError(f"invalid duration {text!r}: expected a number and a unit (ns, us, ms, s, m, h)")
         seconds += float(m.group(1)) * _UNITS[m.group(2)]
         pos = m.end()
+    if seconds > MAX_SECONDS:
+        raise ValueError(f"invalid duration {text!r}: longer than Go's time.Duration holds (about 2562047h)")
     return timedelta(seconds=sign * seconds)

@@ -6,6 +6,7 @@ find the line to fix.
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from collections.abc import Iterable
@@ -15,16 +16,26 @@ from typing import Any
 
 import yaml
 
-from drasched.api import kinds, validation
+from drasched.api import validation
+from drasched.api.decode import decode_object
+from drasched.api.defaults import apply_builtin_defaults, apply_crd_defaults
 from drasched.api.errors import ApiError, Invalid
 
 Obj = dict[str, Any]
 
 try:  # the C loader is 5-10x faster when libyaml is present
-    _Loader: Any = yaml.CSafeLoader
+    _SafeLoader: Any = yaml.CSafeLoader
     _Dumper: Any = yaml.CSafeDumper
 except AttributeError:  # pragma: no cover - depends on the PyYAML build
-    _Loader, _Dumper = yaml.SafeLoader, yaml.SafeDumper
+    _SafeLoader, _Dumper = yaml.SafeLoader, yaml.SafeDumper
+
+
+class _Loader(_SafeLoader):
+    """Safe YAML, with timestamps kept as the strings they were written as (as kubectl's
+    YAML-to-JSON conversion does): ``creationTimestamp: 2024-01-01T00:00:00Z`` is a string."""
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _SafeLoader.construct_yaml_str)
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -52,23 +63,30 @@ def _describe(obj: Obj) -> str:
         md = {}
     name = md.get("name") or md.get("generateName") or "<unnamed>"
     ns = md.get("namespace")
-    return f"{obj.get('kind', '<no kind>')} {ns + '/' if ns else ''}{name}"
+    return f"{obj.get('kind', '<no kind>')} {f'{ns}/' if ns else ''}{name}"
 
 
 def parse_documents(text: str, source: str) -> list[Loaded]:
     """Parse one file's text into objects, expanding ``List`` kinds."""
+    json_error: json.JSONDecodeError | None = None
     try:
         if source.endswith(".json") or text.lstrip().startswith(("{", "[")):
             try:
                 raw_docs: Iterable[Any] = [json.loads(text)]
-            except json.JSONDecodeError:
+            except json.JSONDecodeError as exc:
+                json_error = exc
                 raw_docs = list(yaml.load_all(text, Loader=_Loader))
         else:
             raw_docs = list(yaml.load_all(text, Loader=_Loader))
+    except RecursionError:
+        raise ManifestError(f"{source}: nested too deeply to read (JSON or YAML nesting of more than "
+                            "about 1,000 levels)") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        raise ManifestError(f"{source}:{where}: malformed YAML: {getattr(exc, 'problem', exc)}") from None
+        if json_error is not None and source.endswith(".json"):
+            raise ManifestError(f"{source}: line {json_error.lineno} column {json_error.colno}: "
+                                f"malformed JSON: {json_error.msg}") from None
+        raise ManifestError(f"{source}:{_yaml_where(exc, text)}: malformed YAML: "
+                            f"{getattr(exc, 'problem', None) or getattr(exc, 'reason', None) or exc}") from None
     out: list[Loaded] = []
     for index, doc in enumerate(raw_docs):
         if doc is None:
@@ -86,6 +104,19 @@ def parse_documents(text: str, source: str) -> list[Loaded]:
             else:
                 out.append(Loaded(item, source, index))
     return out
+
+
+def _yaml_where(exc: yaml.YAMLError, text: str) -> str:
+    """`` line L column C`` of a YAML error: from its mark, or from a reader error's offset."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is not None:
+        return f" line {mark.line + 1} column {mark.column + 1}"
+    position = getattr(exc, "position", None)
+    if isinstance(position, int):
+        line = text.count("\n", 0, position) + 1
+        column = position - (text.rfind("\n", 0, position) + 1) + 1
+        return f" line {line} column {column}"
+    return ""
 
 
 def _files(path: Path) -> list[Path]:
@@ -119,8 +150,12 @@ def load_paths(paths: Iterable[str], *, validate: bool = True) -> list[Loaded]:
 def check_object(item: Loaded) -> None:
     """Raise ManifestError if the object's kind is unknown or a field is invalid."""
     try:
-        rt = kinds.for_object(item.obj)
-        validation.validate(item.obj, rt)
+        # the API server's order: decode (types), then defaults, then validation
+        rt = decode_object(item.obj)
+        defaulted = copy.deepcopy(item.obj)
+        apply_crd_defaults(rt.kind, defaulted)
+        apply_builtin_defaults(rt.kind, defaulted)
+        validation.validate(defaulted, rt)
     except Invalid as exc:
         fields = "; ".join(str(c) for c in exc.causes) or exc.message
         raise ManifestError(f"{item.where}: {_describe(item.obj)}: {fields}") from None

@@ -75,6 +75,9 @@ _NANO: Final = 10**9
 # Python cannot materialise 10**(2**31) the way inf.Dec defers it; positive decimal exponents
 # beyond this bound are rejected (a documented deviation; no real manifest comes close).
 _MAX_EXPONENT: Final = 100_000
+# Likewise for the digits of the number itself: Python refuses to convert strings of more
+# than 4,300 digits to int (and the conversion is quadratic); inf.Dec has no such bound.
+_MAX_DIGITS: Final = 1_000
 
 
 def _fits_int64(v: int) -> bool:
@@ -388,8 +391,9 @@ def _interpret(suffix: str) -> tuple[int, int, Format]:
     if len(suffix) > 1 and suffix[0] in "eE":
         body = suffix[1:]
         digits = body[1:] if body[0] in "+-" else body
-        if digits and all(c in _DIGITS for c in digits):
-            parsed = int(body)
+        # more than 19 significant digits never fit int64 (and int() refuses over 4,300)
+        if digits and all(c in _DIGITS for c in digits) and len(digits.lstrip("0")) <= 19:
+            parsed = int(body[0] + (digits.lstrip("0") or "0") if body[0] in "+-" else digits.lstrip("0") or "0")
             if _fits_int64(parsed):
                 # upstream narrows with int32(parsed), which wraps
                 exp = ((parsed + (1 << 31)) % (1 << 32)) - (1 << 31)
@@ -415,6 +419,8 @@ def parse_quantity(s: str) -> Quantity:
     base, exponent, fmt = _interpret(suf)
     shifted = num + denom
     nden = len(denom)
+    if len(shifted) > _MAX_DIGITS:
+        raise QuantityError(f"{ErrNumeric}: {len(shifted)} digits, more than the {_MAX_DIGITS} supported")
     if base == 10 and exponent - nden > _MAX_EXPONENT:
         raise QuantityError(f"{ErrNumeric}: exponent {exponent} out of supported range")
 

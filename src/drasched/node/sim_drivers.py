@@ -40,6 +40,7 @@ owned by the run, removed by :meth:`SimNodeDrivers.close` (or when the object is
 from __future__ import annotations
 
 import itertools
+import re
 import shutil
 import tempfile
 import weakref
@@ -54,7 +55,7 @@ from drasched.node.client import KubeletPluginClient, register
 from drasched.node.gpu_driver import DRIVER_NAME, GpuDriver, MockGpuConfig
 from drasched.node.inprocess import DriverRegistry, start_driver, stop_driver
 from drasched.node.plugin import KubeletPlugin
-from drasched.node.publisher import PublishError, SlicePublisher
+from drasched.node.publisher import MAX_DEVICES, PublishError, SlicePublisher
 from drasched.node.server import PluginServer
 
 Obj = dict[str, Any]
@@ -65,6 +66,12 @@ COMPONENT = "sim-kubelet"
 _BOOL_KEYS = ("migCapable", "partitions", "shared")
 _KEYS = ("count", "model", "memory", "driverVersion", "computeCapability", "driver", *_BOOL_KEYS)
 _TRUE = {"true": True, "false": False}
+_COMPUTE_CAPABILITY = re.compile(r"\d{1,3}\.\d{1,3}")
+_DRIVER_VERSION = re.compile(r"\d{1,6}(\.\d{1,6}){0,2}")
+MAX_SIM_GPUS = MAX_DEVICES
+"""Mock GPUs one node may have: as many devices as one ResourceSlice holds (upstream
+``ResourceSliceMaxDevices``); real nodes have a handful, and a typo such as ``count=1000000``
+must not build a million devices."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,9 @@ def parse_sim_gpus(text: str) -> SimGpus:
             raise ValueError(f"count must be an integer, not {values['count']!r}") from None
         if kwargs["count"] < 0:
             raise ValueError(f"count must not be negative, not {values['count']}")
+        if kwargs["count"] > MAX_SIM_GPUS:
+            raise ValueError(f"count must be at most {MAX_SIM_GPUS} (the devices one ResourceSlice may hold), "
+                             f"not {values['count']}")
     for key in _BOOL_KEYS:
         if key in values:
             if values[key].lower() not in _TRUE:
@@ -127,6 +137,10 @@ def parse_sim_gpus(text: str) -> SimGpus:
             if not values[key]:
                 raise ValueError(f"{key} must not be empty")
             kwargs[attr] = values[key]
+    if "computeCapability" in values and not _COMPUTE_CAPABILITY.fullmatch(values["computeCapability"]):
+        raise ValueError(f"computeCapability must be MAJOR.MINOR (such as 9.0), not {values['computeCapability']!r}")
+    if "driverVersion" in values and not _DRIVER_VERSION.fullmatch(values["driverVersion"]):
+        raise ValueError(f"driverVersion must be dotted numbers (such as 550.54.15), not {values['driverVersion']!r}")
     return SimGpus(**kwargs)
 
 

@@ -113,9 +113,14 @@ class QueueTree:
         return out
 
     def subtree(self, name: str) -> list[str]:
-        out = [name]
-        for c in self.queues[name].children:
-            out.extend(self.subtree(c))
+        """``name`` and every queue below it, parents before children (iterative: a chain of
+        thousands of queues must not exhaust Python's stack)."""
+        out: list[str] = []
+        stack = [name]
+        while stack:
+            cur = stack.pop()
+            out.append(cur)
+            stack.extend(reversed(self.queues[cur].children))
         return out
 
     def __contains__(self, name: object) -> bool:
@@ -150,8 +155,31 @@ def build_queue_tree(objs: Iterable[Obj], dim_of: Callable[[str], str]) -> Queue
         p = queues[name].parent
         if p is not None:
             queues[p].children.append(name)
+    _bound_depth(queues)
     roots = sorted(n for n, q in queues.items() if q.parent is None)
     return QueueTree(queues, roots)
+
+
+MAX_QUEUE_DEPTH = 64
+"""Levels of parent queues honoured below a top-level queue; a deeper queue is cut off and
+scheduled as a top-level queue (with a condition), so that no tree walk runs away."""
+
+
+def _bound_depth(queues: dict[str, QueueInfo]) -> None:
+    """Cut every queue deeper than MAX_QUEUE_DEPTH off its parent (breadth first, in name order)."""
+    frontier = [(n, 0) for n in sorted(queues) if queues[n].parent is None]
+    while frontier:
+        name, depth = frontier.pop()
+        q = queues[name]
+        for child in list(q.children):
+            if depth + 1 > MAX_QUEUE_DEPTH:
+                q.children.remove(child)
+                queues[child].parent = None
+                queues[child].problems.append(f"more than {MAX_QUEUE_DEPTH} levels of parent queues above it; "
+                                              "scheduled as a top-level queue")
+                frontier.append((child, 0))
+            else:
+                frontier.append((child, depth + 1))
 
 
 def _min_runtime(raw: Any, problems: list[str]) -> float | None:
@@ -159,8 +187,8 @@ def _min_runtime(raw: Any, problems: list[str]) -> float | None:
         return None
     try:
         seconds = parse_go_duration(str(raw)).total_seconds()
-    except ValueError:
-        problems.append(f"minRuntime: {raw!r} is not a duration (e.g. 10m, 1h30m); ignored")
+    except ValueError as exc:
+        problems.append(f"minRuntime: {raw!r} is not a duration (e.g. 10m, 1h30m): {exc}; ignored")
         return None
     if seconds < 0:
         problems.append(f"minRuntime: must not be negative, got {raw}; ignored")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from drasched.api.eventname import event_name
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import controller_uid, format_time
 from drasched.control import Controller, ControllerContext
@@ -85,7 +86,8 @@ class SimContext:
         self.store.create({
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": f"{md.get('name', 'unknown')}.{self._event_seq:016x}", "namespace": namespace},
+            "metadata": {"name": event_name(md.get("name") or "unknown", f"{self._event_seq:016x}"),
+                         "namespace": namespace},
             "involvedObject": {
                 "apiVersion": obj.get("apiVersion"),
                 "kind": obj.get("kind"),

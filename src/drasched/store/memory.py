@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from drasched.api import disruption, kinds, validation
+from drasched.api.decode import decode_object
 from drasched.api.defaults import apply_builtin_defaults, apply_crd_defaults
 from drasched.api.errors import (
     AlreadyExists,
@@ -140,7 +141,7 @@ class MemoryStore:
     # ---- contract ------------------------------------------------------------------------
     def create(self, obj: Obj) -> Obj:
         rt = kinds.for_object(obj)
-        obj = copy.deepcopy(obj)
+        obj = _decoded_copy(obj, rt)
         md = obj.setdefault("metadata", {})
         if not isinstance(md, dict):
             raise invalid(validation.qualified_kind(rt), "", [_Cause("metadata", "Invalid value: must be an object")])
@@ -251,6 +252,7 @@ class MemoryStore:
 
     def _write(self, obj: Obj, status_only: bool) -> Obj:
         rt = kinds.for_object(obj)
+        obj = _decoded_copy(obj, rt)
         md = obj.get("metadata") or {}
         name, namespace = md.get("name", ""), md.get("namespace")
         current = self._require(rt, name, namespace)
@@ -266,7 +268,7 @@ class MemoryStore:
         if uid and uid != current["metadata"]["uid"]:
             raise Conflict(f'Precondition failed: UID in precondition: {uid}, UID in object meta: '
                            f'{current["metadata"]["uid"]}', rt.kind, name)
-        new = copy.deepcopy(obj)
+        new = obj  # already this call's own copy
         if status_only:
             # Status writes change status alone (ResetObjectMetaForStatus upstream).
             if not rt.has_status:
@@ -492,6 +494,18 @@ class MemoryStore:
 
     def _uid_exists(self, uid: str | None) -> bool:
         return bool(uid) and uid in self._uids
+
+
+def _decoded_copy(obj: Obj, rt: ResourceType) -> Obj:
+    """The store's own copy of a request body, decoded as the API server decodes it: a
+    wrongly typed field is refused here (400, or 422 for a CRD) before anything reads it."""
+    try:
+        own = copy.deepcopy(obj)
+    except RecursionError:
+        raise BadRequest(f"{rt.kind} in version \"{rt.version}\" cannot be handled as a {rt.kind}: "
+                         "nested too deeply", rt.kind) from None
+    decode_object(own, rt)
+    return own
 
 
 def _graceful_seconds(rt: ResourceType, obj: Obj, requested: int | None) -> int:

@@ -1,0 +1,199 @@
+"""Decode before validate: refuse an object whose JSON types do not fit its kind's shape.
+
+The API server decodes a request body into its Go types before any validation runs, so
+validation, storage and every controller only ever see well-typed objects. This module is
+that step for drasched: the manifest loader and the memory store both call
+:func:`decode_object` first. It checks every known field's JSON type (unknown fields stay
+allowed and untouched), and normalises the object in place the way the decoder does:
+
+* ``null`` in a known field is dropped (Go decodes it to the zero value, which the API
+  server then omits), and a ``null`` list item or map value becomes the zero value;
+* a whole-number float in an integer field becomes an int (``1.0`` is JSON's ``1``);
+* non-string map keys from YAML (``1:``, ``true:``) become strings, as kubectl converts them.
+
+What is refused: a wrong type (``spec.devices.requests[0]: expected object, got string``),
+an integer outside int64, a non-finite number, a value JSON cannot carry (YAML binary,
+sets), and nesting deeper than :data:`MAX_DEPTH`. Built-in kinds answer 400 BadRequest
+(``Pod in version "v1" cannot be handled as a Pod: ...``) as the API server's decoder does;
+drasched's CRDs answer 422 Invalid in the CRD schema validator's words
+(``spec.priority: Invalid value: "string": spec.priority in body must be of type integer: "string"``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from drasched.api import kinds
+from drasched.api.errors import ApiError, BadRequest, Cause, invalid
+from drasched.api.kinds import ResourceType
+from drasched.api.shapes import Shape, shape_for
+
+Obj = dict[str, Any]
+
+MAX_DEPTH = 100
+"""Deepest nesting of objects and arrays accepted; far beyond any real object, well within
+what Python's recursive copy and serialisation handle."""
+
+MAX_ERRORS = 10
+"""Report at most this many type errors for one object."""
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+_CRD_GROUPS = {kinds.DRASCHED}
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a Python value's type, as error messages say it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _zero(shape: Shape) -> Any:
+    """What Go decodes ``null`` to inside a list or map: the zero value (0 for a quantity)."""
+    if shape.type == "oneOf":
+        return 0 if any(s.type in ("integer", "number") for s in shape.options) else _zero(shape.options[0])
+    return {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {},
+            "map": {}}.get(shape.type)
+
+
+def _fits(value: Any, shape: Shape) -> bool:
+    """Whether ``value``'s JSON type is one ``shape`` accepts (ignoring what it contains)."""
+    t = shape.type
+    if t == "any":
+        return True
+    if t == "oneOf":
+        return any(_fits(value, s) for s in shape.options)
+    if t == "string":
+        return isinstance(value, str)
+    if t == "boolean":
+        return isinstance(value, bool)
+    if t == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer())
+    if t == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if t == "array":
+        return isinstance(value, list)
+    return isinstance(value, dict)  # object, map
+
+
+def _expected(shape: Shape) -> str:
+    if shape.type == "oneOf":
+        return " or ".join(_expected(s) for s in shape.options)
+    return "object" if shape.type == "map" else shape.type
+
+
+def _key(key: Any) -> str | None:
+    """A YAML mapping key as kubectl's YAML-to-JSON conversion writes it, or None if it cannot."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, int | float):
+        return str(key)
+    return None
+
+
+def type_errors(obj: Obj, shape: Shape) -> list[tuple[str, str, Any]]:
+    """Check and normalise ``obj`` in place; return ``(field path, expected, value)`` per error."""
+    errors: list[tuple[str, str, Any]] = []
+    # (value, shape, path, depth, container, key); iterative, so depth costs no Python stack
+    stack: list[tuple[Any, Shape, str, int, Any, Any]] = [(obj, shape, "", 0, None, None)]
+    while stack and len(errors) < MAX_ERRORS:
+        value, sh, path, depth, container, slot = stack.pop()
+        if depth > MAX_DEPTH:
+            errors.append((path if len(path) < 80 else path[:80] + "...", f"at most {MAX_DEPTH} levels of nesting",
+                           value))
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            errors.append((path, "a finite number", value))
+            continue
+        if not _fits(value, sh):
+            errors.append((path, _expected(sh), value))
+            continue
+        if sh.type == "integer":
+            if not INT64_MIN <= value <= INT64_MAX:
+                errors.append((path, "an integer that fits in 64 bits", value))
+            elif isinstance(value, float) and container is not None:
+                container[slot] = int(value)  # a whole-number float: JSON's 1.0 is 1
+            continue
+        if sh.type == "oneOf":
+            sh = next(s for s in sh.options if _fits(value, s))
+        if isinstance(value, dict):
+            for key in list(value):
+                skey = _key(key)
+                child_path = f"{path}.{skey}" if path else str(skey)
+                if skey is None:
+                    errors.append((child_path, "a string key", key))
+                    continue
+                if skey != key:
+                    value[skey] = value.pop(key)
+                child = value[skey]
+                known = sh.fields.get(skey) if sh.type == "object" else sh.item if sh.type == "map" else None
+                child_shape = known or _ANY  # an unknown field (or inside ``any``): only JSON-ness is checked
+                if child is None:
+                    if not child_shape.nullable:
+                        if sh.type == "object":
+                            del value[skey]
+                        else:
+                            value[skey] = _zero(child_shape)
+                    continue
+                stack.append((child, child_shape, child_path, depth + 1, value, skey))
+        elif isinstance(value, list):
+            item_shape = sh.item if sh.type == "array" and sh.item is not None else _ANY
+            for i, child in enumerate(value):
+                if child is None:
+                    if not item_shape.nullable:
+                        value[i] = _zero(item_shape)
+                    continue
+                stack.append((child, item_shape, f"{path}[{i}]", depth + 1, value, i))
+        elif sh.type == "any" and not isinstance(value, str | int | float | bool):
+            errors.append((path, "a JSON value", value))
+    return errors
+
+
+_ANY = Shape("any", nullable=True)
+
+
+def decode_object(obj: Obj, rt: ResourceType | None = None) -> ResourceType:
+    """Check ``obj``'s JSON types against its kind's shape, normalising it in place.
+
+    Raises the API server's error for a malformed body: BadRequest for built-in kinds,
+    Invalid for drasched's CRDs. Returns the object's resource type.
+    """
+    rt = rt or kinds.for_object(obj)
+    errors = type_errors(obj, shape_for(rt))
+    if not errors:
+        return rt
+    md = obj.get("metadata")
+    name: str = md["name"] if isinstance(md, dict) and isinstance(md.get("name"), str) else ""
+    if rt.group in _CRD_GROUPS:
+        causes = [Cause(path, f'Invalid value: "{json_type(v)}": {path} in body must be of type '
+                              f'{_crd_type(expected)}: "{json_type(v)}"', "FieldValueTypeInvalid")
+                  for path, expected, v in errors]
+        raise invalid(f"{rt.kind}.{rt.group}", name, causes)
+    detail = "; ".join(f"{path or '<object>'}: expected {expected}, got {json_type(v)}"
+                       for path, expected, v in errors)
+    err: ApiError = BadRequest(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {detail}',
+                               rt.kind, name)
+    err.causes = [Cause(path, f"expected {expected}, got {json_type(v)}", "FieldValueTypeInvalid")
+                  for path, expected, v in errors]
+    raise err
+
+
+def _crd_type(expected: str) -> str:
+    return expected.replace("an integer that fits in 64 bits", "integer")
