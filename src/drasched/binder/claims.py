@@ -14,15 +14,14 @@ from typing import Any
 from drasched.api import kinds
 from drasched.api.errors import ApiError, Conflict, NotFound
 from drasched.api.meta import owner_reference
+from drasched.api.resource import FINALIZER
+from drasched.api.resource import RESERVED_FOR_MAX_SIZE as MAX_RESERVED_FOR
+from drasched.dra.claimrules import POD_GROUP_LABEL
 from drasched.store.base import ClusterStore
 
 Obj = dict[str, Any]
 
-FINALIZER = "resource.kubernetes.io/delete-protection"
-"""Keeps an allocated claim from disappearing under a pod (upstream's finalizer)."""
 EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
-MAX_RESERVED_FOR = 256
-POD_GROUP_LABEL = "drasched.io/pod-group"
 MAX_CONFLICTS = 8
 """Re-reads per claim before a step gives up for this attempt (and retries with backoff)."""
 
