@@ -37,6 +37,21 @@ CONFIG_MAP_KEY = "kube-system/drasched-scheduler"
 """A ConfigMap here with a ``config.yaml`` key configures an embedded run (on top of the defaults)."""
 
 
+def config_from_config_map(cm: Obj, base: SchedulerConfig) -> SchedulerConfig:
+    """The configuration in the ConfigMap's ``data["config.yaml"]`` on top of ``base``; a ConfigMap of
+    any shape gives a configuration or a :class:`ConfigError` naming the key, never another exception."""
+    where = f"ConfigMap {CONFIG_MAP_KEY}"
+    data = cm.get("data")
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: data must be a map of strings, got {type(data).__name__}")
+    text = data.get("config.yaml", "")
+    if not isinstance(text, str):
+        raise ConfigError(f"{where}: data.config.yaml must be a string, got {type(text).__name__}")
+    return config_from_yaml(text, base, where=where)
+
+
 class SchedulerController:
     """``scheduler`` in the embedded control plane."""
 
@@ -120,15 +135,14 @@ class SchedulerController:
     def _load_config(self, ctx: ControllerContext) -> None:
         """Apply the ConfigMap's configuration when it changes; a bad one is reported and ignored."""
         cm = self.cache.get(kinds.CONFIG_MAP, CONFIG_MAP_KEY)
-        rv = None if cm is None else str(cm["metadata"].get("resourceVersion"))
+        rv = None if cm is None else str((cm.get("metadata") or {}).get("resourceVersion"))
         if rv == self._config_rv:
             return
         self._config_rv = rv
         config = self.base_config
         if cm is not None:
             try:
-                config = config_from_yaml(str((cm.get("data") or {}).get("config.yaml", "")), self.base_config,
-                                          where=f"ConfigMap {CONFIG_MAP_KEY}")
+                config = config_from_config_map(cm, self.base_config)
             except ConfigError as exc:
                 ctx.event(cm, "Warning", "InvalidConfiguration", f"{exc}; using the defaults")
                 ctx.decide(self.name, "config", cm, str(exc))

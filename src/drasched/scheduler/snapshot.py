@@ -256,6 +256,9 @@ class SnapshotBuilder:
                     releasing[index.pos[name], j] += v
 
         groups, group_of = _groups(cache, pods, assumed, prio, cfg)
+        if not self.profile.topology:  # the plugin disabled: topology constraints are not enforced
+            for g in groups.values():
+                g.required_key = g.preferred_key = None
         templates = cache.objects(kinds.RESOURCE_CLAIM_TEMPLATE)
         pod_claims: dict[str, list[PodClaim]] = {}
         for g in groups.values():

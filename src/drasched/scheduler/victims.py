@@ -140,7 +140,13 @@ class VictimIndex:
         starts = [_epoch((p.obj.get("status") or {}).get("startTime")) or _epoch(p.created) or 0.0 for p, _ in pods]
         demand, frees = self._frees(pods)
         movable = all(_controller(p.obj) for p, _ in pods)
-        return VictimGang(g, pods, demand, frees, max(starts), movable, budgets)
+        victim = VictimGang(g, pods, demand, frees, max(starts), movable, budgets)
+        for f in self.session.profile.victim_filters:
+            why = f.protects(self.session, victim)
+            if why is not None:
+                self.protected[g.key] = why
+                return None
+        return victim
 
     def _protection(self, g: GroupInfo, running: list[PodInfo], now: float | None) -> str | None:
         snap = self.session.snap

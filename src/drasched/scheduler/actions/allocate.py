@@ -28,7 +28,9 @@ def allocate(session: Session, shares: dict[str, dict[str, Fraction]]) -> None:
             _fail_all(session, g, g.blocked)
             continue
         by_queue.setdefault(g.queue, []).append(g)
-    picker = QueuePicker(snap.queues, session.usage, shares, {q: len(gs) for q, gs in by_queue.items()})
+    order = session.profile.queue_order
+    picker = QueuePicker(snap.queues, session.usage, shares, {q: len(gs) for q, gs in by_queue.items()},
+                         order.ratio if order is not None else None)
     while (q := picker.next()) is not None:
         g = by_queue[q].pop(0)
         picker.taken(q)

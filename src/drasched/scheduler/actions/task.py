@@ -25,9 +25,8 @@ from drasched.scheduler.claims import PodClaim
 from drasched.scheduler.constants import GPU
 from drasched.scheduler.extended import PodExtended, SpecialClaim, stale_message
 from drasched.scheduler.framework.api import PodState
-from drasched.scheduler.framework.profile import Profile
 from drasched.scheduler.messages import Diagnosis, queue_limit_message
-from drasched.scheduler.plugins.dra import MSG_DRA_DISABLED, MSG_EXTENDED_DISABLED
+from drasched.scheduler.plugins.dra import MSG_DRA_DISABLED, device_plugin_nodes, device_plugin_reasons
 from drasched.scheduler.plugins.fit import RowNeed, class_reasons, fit_mask, fit_reasons
 from drasched.scheduler.plugins.predicates import StaticResult
 from drasched.scheduler.podinfo import PodInfo
@@ -123,9 +122,8 @@ def place_task(session: Session, stmt: Statement, g: GroupInfo, t: PodInfo, mask
     claims = [c for c in resolved if c.key]
     profile = session.profile
     px = snap.extended.pod(t)
-    refused = _disabled_dra(profile, claims, px)
-    if refused is not None:
-        return refused
+    if claims and profile.claim_allocation is None:
+        return MSG_DRA_DISABLED
     for c in claims:
         problem = _reservation_problem(session, c, g.ref["uid"] if c.group else t.uid)
         if problem:
@@ -144,8 +142,9 @@ def place_task(session: Session, stmt: Statement, g: GroupInfo, t: PodInfo, mask
         base = base & m
     fit_rows = [n for n in container if profile.checks_row(n)]
     feasible = fit_mask(session.idle, fit_rows + [n for _, n in classes], base)
-    if px is not None and profile.extended is not None:
-        feasible &= profile.extended.filter(state, base)
+    if px is not None:
+        route = base if profile.dra_extended or not px.mapped else base & device_plugin_nodes(ext, px)
+        feasible &= ext.fit(session.idle, px, route)
     for f in profile.filters:
         feasible = f.filter(state, feasible)
     candidates = np.flatnonzero(feasible)
@@ -166,17 +165,10 @@ def place_task(session: Session, stmt: Statement, g: GroupInfo, t: PodInfo, mask
                         outcome.newly_allocated[:n], extended)
             return None
     dra = bool(claims) or (px is not None and bool(px.mapped))
+    dra = dra and session.profile.claim_allocation is not None
     explain = (lambda j: _explain(session, t, claims, px, j)) if dra else None
     return _diagnose(state, st, mask, fit_rows, pins, tried, explain).message()
 
-
-def _disabled_dra(profile: Profile, claims: list[PodClaim], px: PodExtended | None) -> str | None:
-    """Why a pod needing DRA is not scheduled when the plugins that would serve it are disabled."""
-    if px is not None and px.mapped and profile.extended is None:
-        return MSG_EXTENDED_DISABLED.format(", ".join(sorted(px.mapped)))
-    if (claims or (px is not None and px.mapped)) and profile.claim_allocation is None:
-        return MSG_DRA_DISABLED
-    return None
 
 
 def _claim_objs(session: Session, t: PodInfo, claims: list[PodClaim], px: PodExtended | None,
@@ -233,7 +225,6 @@ def _allocate_first(session: Session, t: PodInfo, claims: list[PodClaim], px: Po
     search stops early once a node gets every first choice.
     """
     dra = session.profile.claim_allocation
-    assert dra is not None
     keys = [c.key for c in claims if c.key]
     state_key = "|".join(k if session.claim_allocation(k) is not None else "" for k in keys)
     best: tuple[int, int, AllocationOutcome, SpecialClaim | None] | None = None
@@ -242,6 +233,8 @@ def _allocate_first(session: Session, t: PodInfo, claims: list[PodClaim], px: Po
         objs, special = _claim_objs(session, t, claims, px, j)
         if not objs:  # the device plugin serves everything on this node
             return j, AllocationOutcome(True), None, None
+        if dra is None:  # nothing allocates devices: only device-plugin nodes will do
+            continue
         cache_key = (t.eq_key + "#" + state_key, j)
         version = session.dra_version(j)
         hit = session.dra_failures.get(cache_key)
@@ -290,7 +283,9 @@ def _diagnose(state: PodState, st: StaticResult, mask: np.ndarray | None, fit_ro
     among &= st.ok
     failing = fit_reasons(session.idle, fit_rows, among, d.counts)
     among &= ~failing
-    if px is not None and session.profile.extended is not None:
+    if px is not None and px.mapped and not session.profile.dra_extended:
+        among &= ~device_plugin_reasons(session.snap.extended, px, among, d.counts)
+    if px is not None:
         failing, dra_nodes, dra = session.snap.extended.reasons(session.idle, session.used, px, among, d.counts)
         if dra_nodes:
             d.add_dra(dra_nodes, dra)

@@ -42,13 +42,14 @@ class Profile:
         self.by_name: dict[str, Plugin] = dict(zip(names or [p.name for p in plugins], plugins, strict=True))
         self.static_filters = [p for p in plugins if isinstance(p, StaticFilter)]
         self.row_filters = [p for p in plugins if isinstance(p, RowFilter)]
-        self.extended = next((p for p in plugins if isinstance(p, ExtendedResources)), None)
-        """The built-in extended-resources filter: its reasons include the allocator's."""
-        self.filters = [p for p in plugins if isinstance(p, Filter) and p is not self.extended]
-        """Dynamic filters other than the built-in ones, run after the vector fit."""
+        self.claim_allocation = next((p for p in plugins if isinstance(p, ClaimAllocation)), None)
+        self.dra_extended = self.claim_allocation is not None and any(
+            isinstance(p, ExtendedResources) for p in plugins)
+        """Whether DRA devices may serve extended resources (else only device plugins do)."""
+        self.filters = [p for p in plugins if isinstance(p, Filter)]
+        """Dynamic filters beyond the vector fit and the extended-resource routes (external ones)."""
         self.scorers = [p for p in plugins if isinstance(p, Scorer)]
         self.queue_order = next((p for p in plugins if isinstance(p, QueueOrder)), None)
-        self.claim_allocation = next((p for p in plugins if isinstance(p, ClaimAllocation)), None)
         self.victim_filters = [p for p in plugins if isinstance(p, VictimFilter)]
         self.topology = any(isinstance(p, Topology) for p in plugins)
         self._signed = [p for p in plugins if not isinstance(p, StaticFilter) and hasattr(p, "signature")]

@@ -8,17 +8,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from drasched.scheduler.framework.api import ADD, DELETE, UPDATE, ClusterEvent, PodState
+from drasched.scheduler.framework.api import ADD, DELETE, UPDATE, ClusterEvent
+from drasched.scheduler.plugins.fit import insufficient
 
 if TYPE_CHECKING:
     from drasched.dra.allocator import AllocationOutcome
+    from drasched.scheduler.extended import ExtendedIndex, PodExtended
     from drasched.scheduler.session import Session
 
 Obj = dict[str, Any]
 
 MSG_DRA_DISABLED = "pod uses ResourceClaims and the scheduler's dra plugin is disabled"
-MSG_EXTENDED_DISABLED = ("extended resource {} is served by a DeviceClass (DRA) and the scheduler's "
-                         "extendedResources plugin is disabled")
 
 _DEVICES_CHANGED = (ClusterEvent("ResourceSlice", ADD), ClusterEvent("ResourceSlice", UPDATE),
                     ClusterEvent("ResourceClaim", DELETE), ClusterEvent("ResourceClaim", UPDATE),
@@ -44,10 +44,12 @@ class DynamicResources:
 
 
 class ExtendedResources:
-    """Routes extended resources a DeviceClass serves to DRA devices or the device plugin, per node.
+    """Lets a DeviceClass serve extended resources (KEP-5004): per node, the device plugin's
+    capacity or a special ResourceClaim allocated from DRA devices.
 
-    Disabled: a pod whose extended resources a DeviceClass serves is not scheduled (with a
-    message naming the resource); resources only device plugins serve are unaffected.
+    Disabled (or with ``dra`` disabled): only device plugins serve extended resources, as
+    upstream without the DRAExtendedResource feature; nodes where only DRA devices could
+    serve a request are reported as short of it.
     """
 
     name = "extendedResources"
@@ -55,17 +57,21 @@ class ExtendedResources:
     def events(self) -> tuple[ClusterEvent, ...]:
         return _DEVICES_CHANGED
 
-    def filter(self, state: PodState, among: np.ndarray) -> np.ndarray:
-        px = state.extended
-        if px is None:
-            return among
-        return state.session.snap.extended.fit(state.session.idle, px, among)
 
-    def reasons(self, state: PodState, among: np.ndarray, into: Counter[str]) -> np.ndarray:
-        """Messages only; :func:`~drasched.scheduler.actions.task` adds the allocator's reasons."""
-        px = state.extended
-        if px is None:
-            return np.zeros_like(among)
-        s = state.session
-        failing, _, _ = s.snap.extended.reasons(s.idle, s.used, px, among, into)
-        return failing
+def device_plugin_nodes(ext: ExtendedIndex, px: PodExtended) -> np.ndarray:
+    """Nodes whose device plugins serve every extended resource of the pod that a DeviceClass maps."""
+    mask = np.ones(len(ext.nodes), dtype=bool)
+    for r in px.mapped:
+        mask &= ext.dp(r)
+    return mask
+
+
+def device_plugin_reasons(ext: ExtendedIndex, px: PodExtended, among: np.ndarray, into: Counter[str]) -> np.ndarray:
+    """Count nodes of ``among`` without a device plugin for a mapped resource; return them."""
+    failing = np.zeros_like(among)
+    for r in sorted(px.mapped):
+        bad = among & ~ext.dp(r) & ~failing
+        if bad.any():
+            into[insufficient(r)] += int(bad.sum())
+            failing |= bad
+    return failing
