@@ -16,6 +16,9 @@ scripts/build-etcd.sh
 echo "== kube-apiserver (and upstream kube-scheduler + kube-controller-manager for the benchmark harness)"
 scripts/build-kube.sh kube-apiserver kube-scheduler kube-controller-manager  # the last two: benchmark peer
 
+echo "== helm (built from the helm.sh/helm/v3 module: the chart tests run helm lint and helm template)"
+scripts/build-helm.sh
+
 echo "== lint and types"
 .venv/bin/ruff check src tests
 .venv/bin/mypy

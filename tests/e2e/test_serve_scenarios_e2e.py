@@ -243,13 +243,14 @@ def wait_quiet(store: KubeStore, quiet: float = QUIET_SECONDS, timeout: float = 
 class Serving:
     """``run`` in a thread, as ``drasched serve`` runs it, until ``stop``."""
 
-    def __init__(self, cluster: LocalCluster, claims_only: bool = False) -> None:
+    def __init__(self, cluster: LocalCluster, claims_only: bool = False, store: KubeStore | None = None) -> None:
+        """``store``: the identity serve runs as (default: the cluster's admin)."""
         controllers = build_controllers(enable_claim_controller=True)
         if claims_only:
             controllers = [c for c in controllers if c.name == "resourceclaim-controller"]
         self.stop = threading.Event()
         self.error: BaseException | None = None
-        self.store = cluster.store()
+        self.store = store or cluster.store()
         self.thread = threading.Thread(target=self._run, args=(controllers,), daemon=True)
 
     def _run(self, controllers: list[Any]) -> None:

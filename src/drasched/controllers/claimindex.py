@@ -9,6 +9,7 @@ Each ``put_*`` replaces what the previous version of that object contributed.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,6 +26,10 @@ from drasched.controllers.claimutil import (
 Obj = dict[str, Any]
 Key = tuple[str, str]
 """(namespace, name)."""
+
+MAX_DELETED_UIDS = 50_000
+"""Uids of deleted pods remembered (upstream ``maxUIDCacheEntries`` is 500; a burst here is
+thousands of pods, and an entry is a few dozen bytes)."""
 
 
 class _Multi:
@@ -79,6 +84,7 @@ class ClaimControllerIndex:
         """Values: uid of each PodGroup an allocated claim is reserved for."""
         self.group_by_uid: dict[str, Key] = {}
         self.group_uid: dict[Key, str] = {}
+        self._deleted_pods: OrderedDict[str, None] = OrderedDict()
 
     # ---- pods ---------------------------------------------------------------------------------
     def put_pod(self, key: Key, pod: Obj | None) -> None:
@@ -96,6 +102,17 @@ class ClaimControllerIndex:
         group = pod_group_name(pod)
         self.pods_by_group.put(key, [(ns, group)] if group else [])
         self.live_group_pods.put(key, [(ns, group)] if group and not pod_is_done(pod) else [])
+
+    def note_deleted_pod(self, uid: str) -> None:
+        """A pod we saw go (upstream ``deletedObjects``): its reservations can be dropped
+        without asking the API server whether it still exists."""
+        self._deleted_pods[uid] = None
+        self._deleted_pods.move_to_end(uid)
+        while len(self._deleted_pods) > MAX_DELETED_UIDS:
+            self._deleted_pods.popitem(last=False)
+
+    def pod_was_deleted(self, uid: str) -> bool:
+        return uid in self._deleted_pods
 
     def claims_of_pod(self, key: Key) -> frozenset[Key]:
         return self.pods_by_claim.of.get(key, frozenset())

@@ -252,6 +252,8 @@ class ResourceClaimController:
                 old_groups: frozenset[Key]) -> None:
         uid = _uid(pod) if pod is not None else None
         replaced = old_uid is not None and uid != old_uid
+        if replaced and old_uid:
+            self.index.note_deleted_pod(old_uid)
         if pod is None or replaced or pod_is_done(pod) or _md(pod).get("deletionTimestamp"):
             # Its claims may be released, deallocated or deleted now.
             idx = self.index
@@ -401,6 +403,14 @@ class ResourceClaimController:
             self.claims.forget(name, namespace)
         else:
             self.claims.put(claim)
+
+    def _pod(self, name: str, namespace: str, uid: str) -> Obj | None:
+        """The pod of that name as the cache has it; else, unless we saw the pod with ``uid``
+        go (no need to ask then), as the API server has it."""
+        pod = self.pods.get(name, namespace)
+        if pod is not None or self.index.pod_was_deleted(uid):
+            return pod
+        return self._confirm(kinds.POD, name, namespace)
 
     def _confirm(self, rt: kinds.ResourceType, name: str, namespace: str | None) -> Obj | None:
         """Ask the API itself before treating an object as gone: a cache may lag."""
@@ -633,7 +643,7 @@ class ResourceClaimController:
         ns = _ns(claim)
         name = str(ref.get("name", ""))
         if is_pod_ref(ref):
-            return release_reason(ref, self.pods.get(name, ns) or self._confirm(kinds.POD, name, ns))
+            return release_reason(ref, self._pod(name, ns, str(ref.get("uid", ""))))
         if is_group_ref(ref):
             group = self.groups.get(name, ns) or self._confirm(kinds.POD_GROUP, name, ns)
             return release_reason(ref, group, group_has_live_pods=self.index.group_has_live_pods(ns, name))
@@ -652,7 +662,7 @@ class ResourceClaimController:
             return False
         ns, oname = _ns(claim), str(ref.get("name", ""))
         if ref.get("kind") == "Pod" and ref.get("apiVersion") == "v1":
-            owner = self.pods.get(oname, ns) or self._confirm(kinds.POD, oname, ns)
+            owner = self._pod(oname, ns, str(ref.get("uid", "")))
         elif ref.get("kind") == kinds.POD_GROUP.kind and ref.get("apiVersion") == kinds.POD_GROUP.api_version:
             owner = self.groups.get(oname, ns) or self._confirm(kinds.POD_GROUP, oname, ns)
         else:

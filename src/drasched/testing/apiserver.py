@@ -112,6 +112,18 @@ def etcd_binary() -> Path:
     return _cached_binary(f"etcd {ETCD_VERSION}", binary, "build-etcd.sh")
 
 
+HELM_VERSION = "v3.22.0"
+
+
+def helm_binary() -> Path:
+    """helm, built by scripts/build-helm.sh if missing (a few minutes); ``DRASCHED_HELM`` overrides."""
+    override = os.environ.get("DRASCHED_HELM")
+    if override:
+        return Path(override)
+    binary = cache_dir() / f"helm-{HELM_VERSION}" / "bin" / "helm"
+    return _cached_binary(f"helm {HELM_VERSION}", binary, "build-helm.sh")
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
