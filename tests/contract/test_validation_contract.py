@@ -330,6 +330,15 @@ def test_a_pod_priority_without_a_class_is_forbidden(store: ClusterStore, ns: st
            "controller computed 0 from the given PriorityClass name" in str(caught.value)
 
 
+def test_a_pod_preemption_policy_other_than_its_class_is_forbidden(store: ClusterStore, ns: str) -> None:
+    obj = pod(ns, "p")
+    obj["spec"]["preemptionPolicy"] = "Never"
+    with pytest.raises(Forbidden) as caught:
+        store.create(obj)
+    assert "the string value of PreemptionPolicy (Never) must not be provided in pod spec; priority admission " \
+           "controller computed PreemptLowerPriority from the given PriorityClass name" in str(caught.value)
+
+
 def test_a_second_global_default_priority_class_is_forbidden(store: ClusterStore) -> None:
     first = {**priority_class("", unique("default-a")), "globalDefault": True}
     second = {**priority_class("", unique("default-b")), "globalDefault": True}
@@ -340,7 +349,7 @@ def test_a_second_global_default_priority_class_is_forbidden(store: ClusterStore
                 with cleanup(store, second):
                     store.create(second)
             except Forbidden as exc:
-                assert f"PriorityClass {first['metadata']['name']} is marked as default. " \
+                assert f"PriorityClass {first['metadata']['name']} is already marked as default. " \
                        "Only one default can exist" in str(exc)
                 return
             store.get(kinds.PRIORITY_CLASS, first["metadata"]["name"])

@@ -203,21 +203,24 @@ class MemoryStore:
                 raise Forbidden(f'pods "{pod_name}" is forbidden: no PriorityClass with name {name} was found',
                                 "Pod", pod_name)
         else:
+            # several defaults (a race upstream tolerates): the one with the lowest value
             defaults = [o for o in self.iter_kind(kinds.PRIORITY_CLASS) if o.get("globalDefault")]
-            pc = min(defaults, key=lambda o: (-int(o.get("value", 0)), o["metadata"]["name"])) if defaults else None
+            pc = min(defaults, key=lambda o: (int(o.get("value", 0)), o["metadata"]["name"])) if defaults else None
             if pc is not None:
                 spec["priorityClassName"] = pc["metadata"]["name"]
         priority = int(pc.get("value", 0)) if pc is not None else 0
+        policy = (pc.get("preemptionPolicy") if pc is not None else None) or "PreemptLowerPriority"
+        pod_name = pod["metadata"].get("name", "")
         if spec.get("priority") is not None and spec["priority"] != priority:
-            pod_name = pod["metadata"].get("name", "")
             raise Forbidden(f'pods "{pod_name}" is forbidden: the integer value of priority ({spec["priority"]}) '
                             "must not be provided in pod spec; priority admission controller computed "
                             f"{priority} from the given PriorityClass name", "Pod", pod_name)
-        if pc is None:
-            spec.setdefault("priority", 0)
-            return
+        if spec.get("preemptionPolicy") is not None and spec["preemptionPolicy"] != policy:
+            raise Forbidden(f'pods "{pod_name}" is forbidden: the string value of PreemptionPolicy '
+                            f'({spec["preemptionPolicy"]}) must not be provided in pod spec; priority admission '
+                            f"controller computed {policy} from the given PriorityClass name", "Pod", pod_name)
         spec["priority"] = priority
-        spec["preemptionPolicy"] = pc.get("preemptionPolicy") or "PreemptLowerPriority"
+        spec["preemptionPolicy"] = policy
 
     def _admit_default_priority_class(self, pc: Obj) -> None:
         """The Priority admission plugin's other half: at most one globalDefault class."""
@@ -227,7 +230,7 @@ class MemoryStore:
         for other in self.iter_kind(kinds.PRIORITY_CLASS):
             if other.get("globalDefault") and other["metadata"]["name"] != name:
                 raise Forbidden(f'priorityclasses.scheduling.k8s.io "{name}" is forbidden: PriorityClass '
-                                f'{other["metadata"]["name"]} is marked as default. Only one default can exist',
+                                f'{other["metadata"]["name"]} is already marked as default. Only one default can exist',
                                 "PriorityClass", name)
 
     def get(self, rt: ResourceType, name: str, namespace: str | None = None) -> Obj:

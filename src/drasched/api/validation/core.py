@@ -165,9 +165,7 @@ def validate_pod(obj: Obj) -> list[Cause]:
         causes += _check_toleration(f"spec.tolerations[{i}]", tol)
     if isinstance(spec.get("nodeName"), str) and spec["nodeName"]:
         causes += check_subdomain("spec.nodeName", spec["nodeName"])
-    policy = spec.get("preemptionPolicy")
-    if policy is not None and policy not in PREEMPTION_POLICIES:
-        causes.append(not_supported("spec.preemptionPolicy", policy, PREEMPTION_POLICIES))
+    # spec.priority and spec.preemptionPolicy are the Priority admission plugin's (403 before validation)
     return causes
 
 
