@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from drasched.api.workload_defaults import WORKLOAD_DEFAULTS
+
 Obj = dict[str, Any]
 
 
@@ -40,8 +42,8 @@ def apply_crd_defaults(kind: str, obj: Obj) -> None:
 
 def _device_request(body: Obj) -> None:
     body.setdefault("allocationMode", "ExactCount")
-    if body["allocationMode"] == "ExactCount":
-        body.setdefault("count", 1)
+    if body["allocationMode"] == "ExactCount" and body.get("count") in (None, 0):
+        body["count"] = 1  # count is omitempty: 0 and absent are one wire value, defaulted alike
     for tol in body.get("tolerations") or []:
         if isinstance(tol, dict):
             tol.setdefault("operator", "Equal")
@@ -62,8 +64,10 @@ def default_claim_spec(spec: Any) -> None:
 
 
 def apply_builtin_defaults(kind: str, obj: Obj) -> None:
-    """Defaults of built-in kinds our logic reads (claims and claim templates)."""
-    if kind == "ResourceClaim":
+    """Defaults of built-in kinds our logic reads (claims, claim templates, workloads)."""
+    if kind in WORKLOAD_DEFAULTS and isinstance(obj.get("spec"), dict):
+        WORKLOAD_DEFAULTS[kind](obj)
+    elif kind == "ResourceClaim":
         default_claim_spec(obj.get("spec"))
     elif kind == "ResourceClaimTemplate" and isinstance(obj.get("spec"), dict):
         default_claim_spec(obj["spec"].get("spec"))

@@ -60,6 +60,11 @@ POD_DISRUPTION_BUDGET = ResourceType("policy", "v1", "PodDisruptionBudget", "pod
 QUEUE = ResourceType(DRASCHED, "v1alpha1", "Queue", "queues", False)
 POD_GROUP = ResourceType(DRASCHED, "v1alpha1", "PodGroup", "podgroups", True)
 BIND_REQUEST = ResourceType(DRASCHED, "v1alpha1", "BindRequest", "bindrequests", True)
+# Workloads: the embedded control plane runs their controllers (drasched.controllers.workloads).
+JOB = ResourceType("batch", "v1", "Job", "jobs", True)
+DEPLOYMENT = ResourceType("apps", "v1", "Deployment", "deployments", True)
+REPLICA_SET = ResourceType("apps", "v1", "ReplicaSet", "replicasets", True)
+STATEFUL_SET = ResourceType("apps", "v1", "StatefulSet", "statefulsets", True)
 
 ALL: tuple[ResourceType, ...] = (
     NAMESPACE,
@@ -73,6 +78,10 @@ ALL: tuple[ResourceType, ...] = (
     RESOURCE_CLAIM_TEMPLATE,
     RESOURCE_CLAIM,
     POD_GROUP,
+    DEPLOYMENT,
+    REPLICA_SET,
+    STATEFUL_SET,
+    JOB,
     POD,
     BIND_REQUEST,
     POD_DISRUPTION_BUDGET,

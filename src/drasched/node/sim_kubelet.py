@@ -13,7 +13,9 @@ What it does, per pod bound to a node (``spec.nodeName`` set):
   driver with no plugin on the node (hand-written slices) need no preparing.
 * **Finish.** A pod annotated ``drasched.io/sim-duration: <Go duration>`` (``90s``,
   ``5m``, ``1h30m``) becomes Succeeded that much virtual time after it started; the
-  runner is asked to wake then. Without the annotation a pod runs forever.
+  runner is asked to wake then. Without the annotation a pod runs forever. With
+  ``drasched.io/sim-exit-code: <n>`` (n != 0) it ends Failed instead, every container
+  terminated with that exit code (reason ``Error``), as a Job's podFailurePolicy reads it.
 * **Remove.** A pod being deleted (``deletionTimestamp`` set) is finished with a force
   delete, as the kubelet ends a graceful deletion once its containers stopped. A pod
   annotated ``drasched.io/sim-termination: <Go duration>`` takes that long to stop (at most
@@ -69,6 +71,7 @@ Obj = dict[str, Any]
 
 SIM_DURATION_ANNOTATION = "drasched.io/sim-duration"
 SIM_TERMINATION_ANNOTATION = "drasched.io/sim-termination"
+SIM_EXIT_CODE_ANNOTATION = "drasched.io/sim-exit-code"
 
 
 def _md(obj: Obj) -> dict[str, Any]:
@@ -348,22 +351,37 @@ class SimulatedKubelet:
         if self.ctx.now() < deadline:
             self._wake(deadline, f"{_md(pod).get('namespace')}/{_md(pod).get('name')}")
             return False
+        exit_code = self._exit_code(pod)
         claims, _ = self._claims_ready(pod)
         self._unprepare(pod, claims)
         now = format_time(self.ctx.now())
         status = copy.deepcopy(pod.get("status") or {})
-        status["phase"] = "Succeeded"
+        status["phase"] = "Succeeded" if exit_code == 0 else "Failed"
         conds = status.setdefault("conditions", [])
         for cond_type in ("PodReadyToStartContainers", "ContainersReady", "Ready"):
-            _set_condition(conds, cond_type, "False", now, reason="PodCompleted")
+            _set_condition(conds, cond_type, "False", now, reason="PodCompleted" if exit_code == 0 else "PodFailed")
         for cs in status.get("containerStatuses") or []:
             started_at = ((cs.get("state") or {}).get("running") or {}).get("startedAt", now)
             cs.update(ready=False, started=False, state={"terminated": {
-                "exitCode": 0, "reason": "Completed", "startedAt": started_at, "finishedAt": now}})
+                "exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
+                "startedAt": started_at, "finishedAt": now}})
         if not self._write_status(pod, status):
             return True
-        self.ctx.decide(self.name, "complete", pod, f"Succeeded after {text} ({SIM_DURATION_ANNOTATION})")
+        self.ctx.decide(self.name, "complete", pod, f"{status['phase']} after {text} ({SIM_DURATION_ANNOTATION}"
+                        + (f", exit code {exit_code})" if exit_code else ")"))
         return True
+
+    def _exit_code(self, pod: Obj) -> int:
+        """The containers' exit code when the pod ends: ``drasched.io/sim-exit-code``, else 0."""
+        text = (_md(pod).get("annotations") or {}).get(SIM_EXIT_CODE_ANNOTATION)
+        if text is None:
+            return 0
+        try:
+            return int(text)
+        except ValueError:
+            self._warn_once(pod, "InvalidSimExitCode", f"annotation {SIM_EXIT_CODE_ANNOTATION}: {text!r} is not "
+                                                       "an integer; the pod succeeds")
+            return 0
 
     def _fail(self, pod: Obj, claims: list[Obj], message: str) -> bool:
         """A pod whose claims cannot be prepared, ever: unprepare what did prepare, mark it Failed."""

@@ -12,10 +12,15 @@ from drasched.control import Controller
 
 def build_default_controllers() -> list[Controller]:
     controllers: list[Controller] = []
+    # 0. workload controllers (Jobs, Deployments, ReplicaSets, StatefulSets make pods) and the
+    #    implicit PodGroups of gang workloads, so a new pod joins its gang before it is scheduled
     # 1. claim controller (claims from templates, release, deallocation)
     # 2. scheduler (one cycle per round)
     # 3. binder (carries out BindRequests)
     # 4. simulated kubelet (prepare, run, finish pods)
+    from drasched.controllers.workloads.registry import workload_controllers
+
+    controllers.extend(workload_controllers())
     from drasched.controllers.resourceclaim import ResourceClaimController
 
     controllers.append(ResourceClaimController())

@@ -1,0 +1,77 @@
+"""Defaults the API server fills into workload objects (batch/v1 and apps/v1).
+
+Upstream ``pkg/apis/batch/v1/defaults.go`` (``SetDefaults_Job``) and
+``pkg/apis/apps/v1/defaults.go`` (``SetDefaults_Deployment``, ``SetDefaults_ReplicaSet``,
+``SetDefaults_StatefulSet``): the workload controllers read these fields as always set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Obj = dict[str, Any]
+
+JOB_DEFAULT_BACKOFF_LIMIT = 6
+INT32_MAX = 2**31 - 1
+
+
+def _job(obj: Obj) -> None:
+    spec = obj["spec"]
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+        spec["parallelism"] = 1
+    spec.setdefault("parallelism", 1)
+    if spec.get("backoffLimit") is None:
+        spec["backoffLimit"] = INT32_MAX if spec.get("backoffLimitPerIndex") is not None else JOB_DEFAULT_BACKOFF_LIMIT
+    template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
+    md = obj.setdefault("metadata", {})
+    if template_labels and not md.get("labels"):
+        md["labels"] = dict(template_labels)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    policy = spec.get("podFailurePolicy")
+    if isinstance(policy, dict):
+        for rule in policy.get("rules") or []:
+            for pattern in (rule or {}).get("onPodConditions") or []:
+                if isinstance(pattern, dict):
+                    pattern.setdefault("status", "True")
+    spec.setdefault("podReplacementPolicy", "Failed" if policy is not None else "TerminatingOrFailed")
+
+
+def _deployment(obj: Obj) -> None:
+    spec = obj["spec"]
+    spec.setdefault("replicas", 1)
+    strategy = spec.setdefault("strategy", {})
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = strategy.setdefault("rollingUpdate", {})
+        rolling.setdefault("maxUnavailable", "25%")
+        rolling.setdefault("maxSurge", "25%")
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+
+
+def _replica_set(obj: Obj) -> None:
+    obj["spec"].setdefault("replicas", 1)
+
+
+def _stateful_set(obj: Obj) -> None:
+    spec = obj["spec"]
+    spec.setdefault("replicas", 1)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    update = spec.setdefault("updateStrategy", {})
+    update.setdefault("type", "RollingUpdate")
+    if update["type"] == "RollingUpdate":
+        update.setdefault("rollingUpdate", {}).setdefault("partition", 0)
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
+
+
+WORKLOAD_DEFAULTS: dict[str, Callable[[Obj], None]] = {
+    "Job": _job,
+    "Deployment": _deployment,
+    "ReplicaSet": _replica_set,
+    "StatefulSet": _stateful_set,
+}
+"""Kind -> the function that fills its spec's defaults in place (``obj["spec"]`` is a dict)."""

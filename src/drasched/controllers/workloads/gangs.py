@@ -1,0 +1,227 @@
+"""Implicit gangs: a PodGroup for each workload whose pods must start together.
+
+Controllers create a workload's pods one by one; scheduled one by one they could be
+placed partly, which is what gangs prevent. So for every pending pod that names no
+PodGroup itself, this controller finds the workload that owns it, creates a
+``scheduling.drasched.io`` PodGroup for it (named after the workload, owner-referenced to
+it so it is garbage-collected with it) and labels the pod ``drasched.io/pod-group`` before
+the scheduler sees it (it runs earlier in every round).
+
+* **Job** (``batch/v1``): minMember = ``parallelism`` (at most ``completions``).
+* **Deployment** (through its ReplicaSet), **ReplicaSet**, **StatefulSet**: no gang unless the
+  workload is annotated ``drasched.io/gang-min-member: "<n>"`` (then minMember n).
+
+The queue is the workload's ``drasched.io/queue`` label, the priority class its pod
+template's ``priorityClassName``. A pod that already has the ``drasched.io/pod-group``
+label is left as it is: an explicit PodGroup always wins. A PodGroup of the workload's
+name that belongs to something else is not touched (a Warning event on the workload says
+so) and the pods are scheduled one by one. Grouping is switched off per kind with
+:class:`ImplicitGangs` (``implicitGangs: {Job: false}`` in the scheduler configuration).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from drasched.api import kinds
+from drasched.api.errors import AlreadyExists, ApiError, Conflict, NotFound
+from drasched.api.kinds import ResourceType
+from drasched.api.meta import controller_uid, owner_reference
+from drasched.control import ControllerContext
+from drasched.controllers.workloads.common import Obj, is_deleting, is_terminal, md, sort_key, spec_of
+from drasched.store.informer import Informer
+
+POD_GROUP_LABEL = "drasched.io/pod-group"
+QUEUE_LABEL = "drasched.io/queue"
+GANG_MIN_MEMBER_ANNOTATION = "drasched.io/gang-min-member"
+GROUPED_KINDS = ("Job", "Deployment", "ReplicaSet", "StatefulSet")
+
+
+class ConfigError(ValueError):
+    """An ``implicitGangs`` setting that cannot be used."""
+
+
+@dataclass(frozen=True)
+class ImplicitGangs:
+    """Which workload kinds get an implicit PodGroup (all by default)."""
+
+    enabled: Mapping[str, bool] = field(default_factory=lambda: dict.fromkeys(GROUPED_KINDS, True))
+
+    def on(self, kind: str) -> bool:
+        return bool(self.enabled.get(kind, False))
+
+    @classmethod
+    def parse(cls, raw: Any) -> ImplicitGangs:
+        """From ``implicitGangs: {Job: false, ...}`` (a missing kind stays on)."""
+        if raw is None:
+            return cls()
+        if not isinstance(raw, Mapping):
+            raise ConfigError("implicitGangs: must be a mapping of workload kind to true/false")
+        enabled = dict.fromkeys(GROUPED_KINDS, True)
+        for kind, value in raw.items():
+            if kind not in enabled:
+                raise ConfigError(f"implicitGangs.{kind}: unknown kind (known: {', '.join(GROUPED_KINDS)})")
+            if not isinstance(value, bool):
+                raise ConfigError(f"implicitGangs.{kind}: must be true or false")
+            enabled[kind] = value
+        return cls(enabled)
+
+
+@dataclass(frozen=True)
+class GangSpec:
+    """The PodGroup a workload implies."""
+
+    workload: Obj
+    min_member: int
+
+    @property
+    def name(self) -> str:
+        return str(md(self.workload).get("name"))
+
+    def pod_group(self) -> Obj:
+        template_spec = spec_of(spec_of(self.workload).get("template") or {})
+        spec: Obj = {"minMember": self.min_member}
+        queue = (md(self.workload).get("labels") or {}).get(QUEUE_LABEL)
+        if queue:
+            spec["queue"] = queue
+        if template_spec.get("priorityClassName"):
+            spec["priorityClassName"] = template_spec["priorityClassName"]
+        return {"apiVersion": kinds.POD_GROUP.api_version, "kind": "PodGroup",
+                "metadata": {"name": self.name, "namespace": md(self.workload).get("namespace") or "default",
+                             "ownerReferences": [owner_reference(self.workload)]},
+                "spec": spec}
+
+
+def job_gang(job: Obj) -> int:
+    """A Job's gang: ``parallelism`` pods run together (never more than ``completions``)."""
+    spec = spec_of(job)
+    size = int(spec.get("parallelism", 1))
+    if spec.get("completions") is not None:
+        size = min(size, int(spec["completions"]))
+    return size
+
+
+def annotated_gang(workload: Obj) -> int | None:
+    """The ``drasched.io/gang-min-member`` annotation of a Deployment/ReplicaSet/StatefulSet."""
+    text = (md(workload).get("annotations") or {}).get(GANG_MIN_MEMBER_ANNOTATION)
+    try:
+        value = int(text) if text is not None else None
+    except ValueError:
+        return None
+    return value if value is not None and value > 0 else None
+
+
+_OWNER_KINDS: dict[str, ResourceType] = {
+    "Job": kinds.JOB, "ReplicaSet": kinds.REPLICA_SET, "Deployment": kinds.DEPLOYMENT,
+    "StatefulSet": kinds.STATEFUL_SET,
+}
+
+
+class ImplicitGangController:
+    """Creates implicit PodGroups and labels the pods of grouped workloads."""
+
+    name = "implicit-gangs"
+    component = "drasched-gangs"
+
+    def __init__(self, settings: ImplicitGangs | None = None) -> None:
+        self.settings = settings or ImplicitGangs()
+        self._store: object | None = None
+        self._warned: set[str] = set()
+
+    def _attach(self, ctx: ControllerContext) -> None:
+        if self._store is ctx.store:
+            return
+        self._store = ctx.store
+        self.pods = Informer(ctx.store, kinds.POD)
+        self.groups = Informer(ctx.store, kinds.POD_GROUP)
+        self.owners = {kind: Informer(ctx.store, rt) for kind, rt in _OWNER_KINDS.items()}
+
+    def reconcile(self, ctx: ControllerContext) -> bool:
+        self._attach(ctx)
+        changed = [inf.sync() for inf in (self.pods, self.groups, *self.owners.values())]
+        if not any(changed):
+            return False
+        self.ctx = ctx
+        progress = False
+        for pod in sorted(self.pods.values(), key=sort_key):
+            if _wants_group(pod):
+                progress |= self._group(pod)
+        return progress
+
+    def gang_of(self, pod: Obj) -> GangSpec | None:
+        """The implicit gang a pod belongs to, from its controlling owner, or None."""
+        ns = md(pod).get("namespace")
+        owner = self._controller_of(pod, ns)
+        if owner is None:
+            return None
+        kind = owner.get("kind")
+        if kind == "Job":
+            return GangSpec(owner, job_gang(owner)) if self.settings.on("Job") else None
+        if kind == "ReplicaSet":
+            deployment = self._controller_of(owner, ns)
+            if deployment is not None and deployment.get("kind") == "Deployment":
+                size = annotated_gang(deployment)
+                return GangSpec(deployment, size) if size and self.settings.on("Deployment") else None
+        size = annotated_gang(owner)
+        return GangSpec(owner, size) if size and self.settings.on(str(kind)) else None
+
+    def _controller_of(self, obj: Obj, ns: str | None) -> Obj | None:
+        for ref in md(obj).get("ownerReferences") or []:
+            if not ref.get("controller") or ref.get("kind") not in self.owners:
+                continue
+            owner = self.owners[ref["kind"]].get(ref.get("name", ""), ns)
+            if owner is not None and md(owner).get("uid") == ref.get("uid") and not is_deleting(owner):
+                return owner
+        return None
+
+    def _group(self, pod: Obj) -> bool:
+        gang = self.gang_of(pod)
+        if gang is None:
+            return False
+        ns = md(pod).get("namespace") or "default"
+        group = self.groups.get(gang.name, ns)
+        wrote = False
+        if group is None:
+            try:
+                group = self.ctx.store.create(gang.pod_group())
+            except AlreadyExists:
+                return True  # made meanwhile: look again next round
+            except ApiError as exc:
+                self._warn(gang.workload, "FailedCreatePodGroup", f"implicit PodGroup {gang.name}: {exc.message}")
+                return False
+            self.groups.put(group)
+            self.ctx.decide(self.name, "create", group, f"implicit gang of {gang.workload.get('kind')} "
+                            f"{ns}/{gang.name}: minMember {gang.min_member}")
+            wrote = True
+        if controller_uid(group) != md(gang.workload).get("uid"):
+            self._warn(gang.workload, "PodGroupExists",
+                       f"PodGroup {ns}/{gang.name} exists and is not this workload's; its pods are scheduled "
+                       "without an implicit gang")
+            return wrote
+        try:
+            updated = self.ctx.store.patch(kinds.POD, md(pod).get("name", ""), ns, {"metadata": {
+                "resourceVersion": md(pod).get("resourceVersion"), "labels": {POD_GROUP_LABEL: gang.name}}})
+        except (Conflict, NotFound):
+            return True
+        self.pods.put(updated)
+        return True
+
+    def _warn(self, workload: Obj, reason: str, message: str) -> None:
+        key = f"{md(workload).get('uid')}/{reason}"
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        self.ctx.event(workload, "Warning", reason, message, self.component)
+        self.ctx.decide(self.name, reason, workload, message)
+
+
+def _wants_group(pod: Obj) -> bool:
+    """A pending, unbound pod that names no PodGroup (nor an upstream scheduling group) itself."""
+    if is_terminal(pod) or is_deleting(pod) or spec_of(pod).get("nodeName"):
+        return False
+    if POD_GROUP_LABEL in (md(pod).get("labels") or {}):
+        return False
+    spec = spec_of(pod)
+    return not (spec.get("workloadRef") or spec.get("schedulingGroup"))
