@@ -170,16 +170,14 @@ class Rule:
 T = "spec.devices.requests[0].exactly"
 RULES = [
     # pkg/apis/resource/validation: numbers, list limits, enums, names, references.
-    Rule("claim-count-zero", claim, at("spec.devices.requests.0.exactly.count", 0), f"{T}.count",
-         "Invalid value: 0: must be greater than zero"),
+    Rule("claim-count-negative", claim, at("spec.devices.requests.0.exactly.count", -1), f"{T}.count",
+         "Invalid value: -1: must be greater than zero"),
     Rule("claim-33-selectors", claim, with_many_selectors, f"{T}.selectors",
          "Too many: 33: must have at most 32 items"),
     Rule("claim-33-constraints", claim, with_many_constraints, "spec.devices.constraints",
          "Too many: 33: must have at most 32 items"),
     Rule("claim-9-first-available", claim, with_many_subrequests, "spec.devices.requests[0].firstAvailable",
          "Too many: 9: must have at most 8 items"),
-    Rule("claim-17-tolerations", claim, with_many_tolerations, f"{T}.tolerations",
-         "Too many: 17: must have at most 16 items"),
     Rule("claim-toleration-operator", claim,
          at("spec.devices.requests.0.exactly.tolerations", [{"key": "k", "operator": "Maybe"}]),
          f"{T}.tolerations[0].operator", 'Unsupported value: "Maybe"'),
@@ -196,8 +194,8 @@ RULES = [
          "spec.devices.constraints[0].matchAttribute", "a fully qualified name must be a domain and a name"),
     Rule("claim-duplicate-request", claim, with_duplicate_request, "spec.devices.requests[1]",
          'Duplicate value: "gpu"'),
-    Rule("template-count-zero", template, at("spec.spec.devices.requests.0.exactly.count", 0),
-         "spec.spec.devices.requests[0].exactly.count", "Invalid value: 0: must be greater than zero"),
+    Rule("template-count-negative", template, at("spec.spec.devices.requests.0.exactly.count", -1),
+         "spec.spec.devices.requests[0].exactly.count", "Invalid value: -1: must be greater than zero"),
     Rule("class-33-selectors", device_class, at("spec.selectors", [{"cel": {"expression": "true"}}] * 33),
          "spec.selectors", "Too many: 33: must have at most 32 items"),
     Rule("slice-driver-over-63", resource_slice, at("spec.driver", "d" * 60 + ".example.com"), "spec.driver",
@@ -232,7 +230,7 @@ RULES = [
     Rule("annotation-key", pod, at("metadata.annotations", {"bad key": "x"}), "metadata.annotations",
          "name part must consist of alphanumeric characters"),
     Rule("owner-reference-without-uid", pod, with_owner_without_uid, "metadata.ownerReferences.uid",
-         "uid must not be empty"),
+         'Invalid value: "": must not be empty'),
     Rule("negative-request", pod, with_resources(requests={"cpu": "-1"}), "spec.containers[0].resources.requests[cpu]",
          'Invalid value: "-1": must be greater than or equal to 0'),
     Rule("request-above-limit", pod, with_resources(requests={"cpu": "2"}, limits={"cpu": "1"}),
@@ -246,10 +244,14 @@ RULES = [
          'Not found: "gpu": must be one of the names in pod.spec.resourceClaims'),
     Rule("duplicate-pod-claims", pod, with_duplicate_pod_claims, "spec.resourceClaims[1].name",
          'Duplicate value: "gpu"'),
-    Rule("node-taint-effect", node, at("spec.taints.0.effect", "Later"), "spec.taints[0].effect",
-         'Unsupported value: "Later"'),
-    Rule("node-taint-key", node, at("spec.taints.0.key", "bad key"), "spec.taints[0].key",
+    # upstream's validateNodeTaints is handed a path rooted at metadata
+    Rule("node-taint-effect", node, at("spec.taints.0.effect", "Later"), "metadata.taints[0].effect",
+         'Unsupported value: "Later": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"'),
+    Rule("node-taint-key", node, at("spec.taints.0.key", "bad key"), "metadata.taints[0].key",
          "name part must consist of alphanumeric characters"),
+    Rule("pod-toleration-exists-with-value", pod,
+         at("spec.tolerations", [{"key": "k", "operator": "Exists", "value": "v"}]), "spec.tolerations[0].operator",
+         "value must be empty when `operator` is 'Exists'"),
     # pkg/apis/scheduling/validation.
     Rule("priority-over-1e9", priority_class, at("value", 1_000_000_001), "value",
          "Forbidden: maximum allowed value of a user defined priority is 1000000000"),
@@ -259,6 +261,15 @@ RULES = [
     Rule("pod-group-min-member-zero", pod_group, at("spec.minMember", 0), "spec.minMember",
          "should be greater than or equal to 1"),
 ]
+
+
+ACCEPTED = [
+    # count is omitempty: 0 is "unset" on the wire and defaults to 1 (SetDefaults_ExactDeviceRequest)
+    Rule("claim-count-zero", claim, at("spec.devices.requests.0.exactly.count", 0), f"{T}.count", ""),
+    # v1.36.3 enforces no limit on a request's tolerations (the v1 type's maxItems=16 is declarative only)
+    Rule("claim-17-tolerations", claim, with_many_tolerations, f"{T}.tolerations", ""),
+]
+"""Mutations that look wrong but the API server accepts: drasched must accept them too."""
 
 
 def unique(prefix: str) -> str:
@@ -301,6 +312,14 @@ def test_each_rule_is_refused_naming_the_field(store: ClusterStore, ns: str, rul
     err = refusal(store, obj)
     assert isinstance(err, Invalid), err
     assert any(f == rule.field and rule.fragment in m for f, m in causes(err)), causes(err)
+
+
+@pytest.mark.parametrize("rule", ACCEPTED, ids=[r.id for r in ACCEPTED])
+def test_what_the_api_server_accepts_is_accepted(store: ClusterStore, ns: str, rule: Rule) -> None:
+    obj = rule.base(ns, unique(rule.id))
+    rule.mutate(obj)
+    with cleanup(store, obj):
+        store.create(obj)
 
 
 def test_a_system_prefixed_priority_class_is_reserved(store: ClusterStore) -> None:

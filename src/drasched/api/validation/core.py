@@ -110,7 +110,12 @@ def _check_toleration(path: str, tol: Obj) -> list[Cause]:
         errs = [c.message.split(": ", 2)[-1] for c in check_label_value(f"{path}.operator", value)]
         if errs:
             causes.append(bad(f"{path}.operator", value, ";".join(errs)))
-    elif op != "Exists":
+    elif op == "Exists":
+        if value:
+            causes.append(bad(f"{path}.operator", value, "value must be empty when `operator` is 'Exists'"))
+    elif op in ("Lt", "Gt"):  # the comparison operators need a feature gate drasched's server leaves off
+        causes.append(not_supported(f"{path}.operator", op, [*TOLERATION_OPERATORS, "Lt", "Gt"]))
+    else:
         causes.append(not_supported(f"{path}.operator", op, TOLERATION_OPERATORS))
     if effect and effect not in NODE_TAINT_EFFECTS:
         causes.append(not_supported(f"{path}.effect", effect, NODE_TAINT_EFFECTS))
@@ -170,16 +175,18 @@ def validate_pod(obj: Obj) -> list[Cause]:
 
 
 def validate_node(obj: Obj) -> list[Cause]:
+    """``validateNodeTaints``; upstream roots the path at ``metadata`` (``metadata.taints[0]``)."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return []
     causes: list[Cause] = []
     for i, taint in _dicts(spec.get("taints")):
-        path = f"spec.taints[{i}]"
-        key = taint.get("key") or ""
-        causes += check_qualified_name(f"{path}.key", key) if key else [required(f"{path}.key")]
-        if taint.get("value"):
-            causes += check_label_value(f"{path}.value", taint["value"])
+        path = f"metadata.taints[{i}]"
+        causes += check_qualified_name(f"{path}.key", taint.get("key") or "")
+        value = taint.get("value") or ""
+        errs = [c.message.split(": ", 2)[-1] for c in check_label_value(f"{path}.value", value)]
+        if errs:
+            causes.append(bad(f"{path}.value", value, ";".join(errs)))
         effect = taint.get("effect") or ""
         if not effect:
             causes.append(required(f"{path}.effect"))

@@ -79,7 +79,7 @@ def _check_owner_references(refs: Any) -> list[Cause]:
         api_version = ref.get("apiVersion") or ""
         if not api_version.rsplit("/", 1)[-1]:
             causes.append(bad(f"{path}.apiVersion", api_version, "version must not be empty"))
-        for key, what in (("kind", "kind"), ("name", "name"), ("uid", "uid")):
+        for key in ("kind", "name", "uid"):
             if not ref.get(key):
-                causes.append(bad(f"{path}.{key}", ref.get(key) or "", f"{what} must not be empty"))
+                causes.append(bad(f"{path}.{key}", ref.get(key) or "", "must not be empty"))
     return causes
