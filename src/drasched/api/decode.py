@@ -27,6 +27,7 @@ from typing import Any
 from drasched.api import kinds
 from drasched.api.errors import ApiError, BadRequest, Cause, invalid
 from drasched.api.kinds import ResourceType
+from drasched.api.quantity import Quantity, QuantityError
 from drasched.api.shapes import Shape, shape_for
 
 Obj = dict[str, Any]
@@ -67,7 +68,7 @@ def _zero(shape: Shape) -> Any:
     if shape.type == "oneOf":
         return 0 if any(s.type in ("integer", "number") for s in shape.options) else _zero(shape.options[0])
     return {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {},
-            "map": {}}.get(shape.type)
+            "map": {}, "quantity": "0"}.get(shape.type)
 
 
 def _fits(value: Any, shape: Shape) -> bool:
@@ -79,6 +80,8 @@ def _fits(value: Any, shape: Shape) -> bool:
         return any(_fits(value, s) for s in shape.options)
     if t == "string":
         return isinstance(value, str)
+    if t == "quantity":
+        return isinstance(value, str | int | float) and not isinstance(value, bool)
     if t == "boolean":
         return isinstance(value, bool)
     if t == "integer":
@@ -94,6 +97,8 @@ def _fits(value: Any, shape: Shape) -> bool:
 def _expected(shape: Shape) -> str:
     if shape.type == "oneOf":
         return " or ".join(_expected(s) for s in shape.options)
+    if shape.type == "quantity":
+        return "a quantity (a string or a number)"
     return "object" if shape.type == "map" else shape.type
 
 
@@ -108,61 +113,97 @@ def _key(key: Any) -> str | None:
     return None
 
 
+def _quantity_problem(text: str) -> str | None:
+    """Why ``text`` is not a quantity (``resource.ParseQuantity`` runs while decoding), or None."""
+    try:
+        Quantity.parse(text)
+    except QuantityError as exc:
+        return str(exc)
+    return None
+
+
+Trail = tuple[Any, Any] | None
+"""A field's place as (parent's trail, key or index): the path text is built only for errors."""
+
+
+def _path(trail: Trail) -> str:
+    parts: list[Any] = []
+    while trail is not None:
+        trail, key = trail
+        parts.append(key)
+    text = ""
+    for key in reversed(parts):
+        text += f"[{key}]" if isinstance(key, int) else f".{key}" if text else str(key)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+_STRING_LEAF = ("string", "any")
+
+
 def type_errors(obj: Obj, shape: Shape) -> list[tuple[str, str, Any]]:
     """Check and normalise ``obj`` in place; return ``(field path, expected, value)`` per error."""
     errors: list[tuple[str, str, Any]] = []
-    # (value, shape, path, depth, container, key); iterative, so depth costs no Python stack
-    stack: list[tuple[Any, Shape, str, int, Any, Any]] = [(obj, shape, "", 0, None, None)]
+    # (value, shape, trail, depth, container, key); iterative, so depth costs no Python stack
+    stack: list[tuple[Any, Shape, Trail, int, Any, Any]] = [(obj, shape, None, 0, None, None)]
     while stack and len(errors) < MAX_ERRORS:
-        value, sh, path, depth, container, slot = stack.pop()
+        value, sh, trail, depth, container, slot = stack.pop()
         if depth > MAX_DEPTH:
-            errors.append((path if len(path) < 80 else path[:80] + "...", f"at most {MAX_DEPTH} levels of nesting",
-                           value))
+            errors.append((_path(trail), f"at most {MAX_DEPTH} levels of nesting", value))
             continue
         if isinstance(value, float) and not math.isfinite(value):
-            errors.append((path, "a finite number", value))
+            errors.append((_path(trail), "a finite number", value))
             continue
         if not _fits(value, sh):
-            errors.append((path, _expected(sh), value))
+            errors.append((_path(trail), _expected(sh), value))
             continue
         if sh.type == "integer":
             if not INT64_MIN <= value <= INT64_MAX:
-                errors.append((path, "an integer that fits in 64 bits", value))
+                errors.append((_path(trail), "an integer that fits in 64 bits", value))
             elif isinstance(value, float) and container is not None:
                 container[slot] = int(value)  # a whole-number float: JSON's 1.0 is 1
+            continue
+        if sh.type == "quantity":
+            if isinstance(value, str):
+                problem = _quantity_problem(value)
+                if problem:
+                    errors.append((_path(trail), f"a quantity ({problem})", value))
             continue
         if sh.type == "oneOf":
             sh = next(s for s in sh.options if _fits(value, s))
         if isinstance(value, dict):
             for key in list(value):
-                skey = _key(key)
-                child_path = f"{path}.{skey}" if path else str(skey)
-                if skey is None:
-                    errors.append((child_path, "a string key", key))
-                    continue
-                if skey != key:
+                if type(key) is not str:
+                    skey = _key(key)
+                    if skey is None:
+                        errors.append((_path((trail, str(key))), "a string key", key))
+                        continue
                     value[skey] = value.pop(key)
-                child = value[skey]
-                known = sh.fields.get(skey) if sh.type == "object" else sh.item if sh.type == "map" else None
+                    key = skey
+                child = value[key]
+                known = sh.fields.get(key) if sh.type == "object" else sh.item if sh.type == "map" else None
                 child_shape = known or _ANY  # an unknown field (or inside ``any``): only JSON-ness is checked
+                if type(child) is str and child_shape.type in _STRING_LEAF:
+                    continue  # the common leaf, settled without a stack entry
                 if child is None:
                     if not child_shape.nullable:
                         if sh.type == "object":
-                            del value[skey]
+                            del value[key]
                         else:
-                            value[skey] = _zero(child_shape)
+                            value[key] = _zero(child_shape)
                     continue
-                stack.append((child, child_shape, child_path, depth + 1, value, skey))
+                stack.append((child, child_shape, (trail, key), depth + 1, value, key))
         elif isinstance(value, list):
             item_shape = sh.item if sh.type == "array" and sh.item is not None else _ANY
             for i, child in enumerate(value):
+                if type(child) is str and item_shape.type in _STRING_LEAF:
+                    continue
                 if child is None:
                     if not item_shape.nullable:
                         value[i] = _zero(item_shape)
                     continue
-                stack.append((child, item_shape, f"{path}[{i}]", depth + 1, value, i))
+                stack.append((child, item_shape, (trail, i), depth + 1, value, i))
         elif sh.type == "any" and not isinstance(value, str | int | float | bool):
-            errors.append((path, "a JSON value", value))
+            errors.append((_path(trail), "a JSON value", value))
     return errors
 
 
@@ -182,18 +223,30 @@ def decode_object(obj: Obj, rt: ResourceType | None = None) -> ResourceType:
     md = obj.get("metadata")
     name: str = md["name"] if isinstance(md, dict) and isinstance(md.get("name"), str) else ""
     if rt.group in _CRD_GROUPS:
-        causes = [Cause(path, f'Invalid value: "{json_type(v)}": {path} in body must be of type '
-                              f'{_crd_type(expected)}: "{json_type(v)}"', "FieldValueTypeInvalid")
-                  for path, expected, v in errors]
+        causes = [_crd_cause(path, expected, v) for path, expected, v in errors]
         raise invalid(f"{rt.kind}.{rt.group}", name, causes)
-    detail = "; ".join(f"{path or '<object>'}: expected {expected}, got {json_type(v)}"
+    detail = "; ".join(f"{path or '<object>'}: expected {expected}, got {_got(expected, v)}"
                        for path, expected, v in errors)
     err: ApiError = BadRequest(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {detail}',
                                rt.kind, name)
-    err.causes = [Cause(path, f"expected {expected}, got {json_type(v)}", "FieldValueTypeInvalid")
+    err.causes = [Cause(path, f"expected {expected}, got {_got(expected, v)}", "FieldValueTypeInvalid")
                   for path, expected, v in errors]
     raise err
 
 
-def _crd_type(expected: str) -> str:
-    return expected.replace("an integer that fits in 64 bits", "integer")
+def _got(expected: str, value: Any) -> str:
+    if expected.startswith("a quantity") and isinstance(value, str):
+        return f'"{value[:40]}"' + (f" ({len(value)} characters)" if len(value) > 40 else "")
+    return json_type(value)
+
+
+_JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
+
+
+def _crd_cause(path: str, expected: str, value: Any) -> Cause:
+    """A CRD schema error as the OpenAPI validator words it (``... in body must be of type ...``)."""
+    got = json_type(value)
+    if expected in _JSON_TYPES:
+        return Cause(path, f'Invalid value: "{got}": {path} in body must be of type {expected}: "{got}"',
+                     "FieldValueTypeInvalid")
+    return Cause(path, f'Invalid value: "{got}": must be {expected}')

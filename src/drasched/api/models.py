@@ -262,7 +262,7 @@ class ExtendedResourceClaimAllocation(View):
 
 class BindRequestSpec(View):
     pod_name: str = ""
-    pod_uid: str = ""
+    pod_uid: str = msgspec.field(default="", name="podUID")
     selected_node: str = ""
     resource_claim_allocations: list[ClaimAllocation] = []
     extended_resource_claim_allocation: ExtendedResourceClaimAllocation | None = None

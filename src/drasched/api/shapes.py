@@ -25,7 +25,8 @@ from drasched.api.models import View
 @dataclass(frozen=True)
 class Shape:
     """One JSON type: ``string``, ``integer``, ``number``, ``boolean``, ``array``, ``object``,
-    ``map`` (an object whose keys are free), ``any``, or ``oneOf`` several shapes."""
+    ``map`` (an object whose keys are free), ``quantity`` (a string ``resource.ParseQuantity``
+    accepts, or a number), ``any``, or ``oneOf`` several shapes."""
 
     type: str
     fields: dict[str, Shape] = field(default_factory=dict)
@@ -202,6 +203,8 @@ def _shape_of(info: mi.Type) -> Shape:
     if isinstance(info, mi.UnionType):
         nullable = any(isinstance(t, mi.NoneType) for t in info.types)
         options = tuple(_shape_of(t) for t in info.types if not isinstance(t, mi.NoneType))
+        if {o.type for o in options} == {"string", "integer", "number"} and len(options) == 3:
+            return Shape("quantity", nullable=nullable)  # the views' QuantityValue: str | int | float
         if len(options) == 1:
             one = options[0]
             return Shape(one.type, one.fields, one.item, one.options, nullable=nullable)
