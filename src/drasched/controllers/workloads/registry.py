@@ -9,7 +9,9 @@ from drasched.controllers.workloads.gangs import ImplicitGangs
 def workload_controllers(gangs: ImplicitGangs | None = None) -> list[Controller]:
     """Owners before what they own (a Deployment's ReplicaSet gets its pods in the same round),
     and the implicit gangs last, so a new pod joins its gang before the scheduler's turn."""
+    from drasched.controllers.workloads.deployment import DeploymentController
     from drasched.controllers.workloads.gangs import ImplicitGangController
     from drasched.controllers.workloads.job import JobController
+    from drasched.controllers.workloads.replicaset import ReplicaSetController
 
-    return [JobController(), ImplicitGangController(gangs)]
+    return [DeploymentController(), ReplicaSetController(), JobController(), ImplicitGangController(gangs)]
