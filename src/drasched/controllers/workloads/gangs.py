@@ -9,7 +9,9 @@ the scheduler sees it (it runs earlier in every round).
 
 * **Job** (``batch/v1``): minMember = ``parallelism`` (at most ``completions``).
 * **Deployment** (through its ReplicaSet), **ReplicaSet**, **StatefulSet**: no gang unless the
-  workload is annotated ``drasched.io/gang-min-member: "<n>"`` (then minMember n).
+  workload is annotated ``drasched.io/gang-min-member: "<n>"`` (then minMember n). A StatefulSet
+  needs ``podManagementPolicy: Parallel`` for it (OrderedReady makes one pod at a time, so a
+  gang would wait forever); on an OrderedReady one the annotation is ignored with a Warning.
 
 The queue is the workload's ``drasched.io/queue`` label, the priority class its pod
 template's ``priorityClassName``. A pod that already has the ``drasched.io/pod-group``
@@ -165,7 +167,14 @@ class ImplicitGangController:
                 size = annotated_gang(deployment)
                 return GangSpec(deployment, size) if size and self.settings.on("Deployment") else None
         size = annotated_gang(owner)
-        return GangSpec(owner, size) if size and self.settings.on(str(kind)) else None
+        if not size or not self.settings.on(str(kind)):
+            return None
+        if kind == "StatefulSet" and spec_of(owner).get("podManagementPolicy") != "Parallel":
+            # OrderedReady makes ordinal i+1 only once i is Ready: a gang of more than one would never start.
+            self._warn(owner, "GangNeedsParallel", f"{GANG_MIN_MEMBER_ANNOTATION} is ignored: a gang of "
+                       "StatefulSet pods needs podManagementPolicy: Parallel (OrderedReady creates them one by one)")
+            return None
+        return GangSpec(owner, size)
 
     def _controller_of(self, obj: Obj, ns: str | None) -> Obj | None:
         for ref in md(obj).get("ownerReferences") or []:

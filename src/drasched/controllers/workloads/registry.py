@@ -13,5 +13,7 @@ def workload_controllers(gangs: ImplicitGangs | None = None) -> list[Controller]
     from drasched.controllers.workloads.gangs import ImplicitGangController
     from drasched.controllers.workloads.job import JobController
     from drasched.controllers.workloads.replicaset import ReplicaSetController
+    from drasched.controllers.workloads.statefulset import StatefulSetController
 
-    return [DeploymentController(), ReplicaSetController(), JobController(), ImplicitGangController(gangs)]
+    return [DeploymentController(), ReplicaSetController(), StatefulSetController(), JobController(),
+            ImplicitGangController(gangs)]

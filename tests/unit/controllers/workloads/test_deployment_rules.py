@@ -42,3 +42,11 @@ def test_scale_down_deletes_unscheduled_then_pending_then_not_ready_then_newest(
             _pod("unscheduled")]
     assert [p["metadata"]["name"] for p in sorted(pods, key=deletion_order)] == [
         "unscheduled", "bound-pending", "running-not-ready", "ready-new", "ready-old"]
+
+
+def test_statefulset_ordinal_is_the_whole_tail_of_the_name() -> None:
+    from drasched.controllers.workloads.statefulset import ordinal_of
+
+    assert ordinal_of("web", {"metadata": {"name": "web-12"}}) == 12
+    assert ordinal_of("web", {"metadata": {"name": "web-x"}}) is None
+    assert ordinal_of("web", {"metadata": {"name": "webapp-1"}}) is None
