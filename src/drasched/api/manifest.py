@@ -63,7 +63,7 @@ def _describe(obj: Obj) -> str:
         md = {}
     name = md.get("name") or md.get("generateName") or "<unnamed>"
     ns = md.get("namespace")
-    return f"{obj.get('kind', '<no kind>')} {f'{ns}/' if ns else ''}{name}"
+    return f"{obj.get('kind') or '<no kind>'} {f'{ns}/' if ns else ''}{name}"
 
 
 def parse_documents(text: str, source: str) -> list[Loaded]:
