@@ -65,6 +65,7 @@ JOB = ResourceType("batch", "v1", "Job", "jobs", True)
 DEPLOYMENT = ResourceType("apps", "v1", "Deployment", "deployments", True)
 REPLICA_SET = ResourceType("apps", "v1", "ReplicaSet", "replicasets", True)
 STATEFUL_SET = ResourceType("apps", "v1", "StatefulSet", "statefulsets", True)
+JOB_SET = ResourceType("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets", True)
 
 ALL: tuple[ResourceType, ...] = (
     NAMESPACE,
@@ -78,6 +79,7 @@ ALL: tuple[ResourceType, ...] = (
     RESOURCE_CLAIM_TEMPLATE,
     RESOURCE_CLAIM,
     POD_GROUP,
+    JOB_SET,
     DEPLOYMENT,
     REPLICA_SET,
     STATEFUL_SET,

@@ -68,7 +68,29 @@ def _stateful_set(obj: Obj) -> None:
     spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
 
 
+def _job_set(obj: Obj) -> None:
+    """The JobSet webhook's defaults (``jobset_webhook.go`` Default): every replicated Job is
+    Indexed, success means All jobs, DNS hostnames are on."""
+    spec = obj["spec"]
+    spec.setdefault("successPolicy", {"operator": "All", "targetReplicatedJobs": []})
+    spec.setdefault("startupPolicy", {"startupPolicyOrder": "AnyOrder"})
+    network = spec.setdefault("network", {})
+    network.setdefault("enableDNSHostnames", True)
+    network.setdefault("publishNotReadyAddresses", True)
+    for rjob in spec.get("replicatedJobs") or []:
+        if not isinstance(rjob, dict):
+            continue
+        rjob.setdefault("replicas", 1)
+        job_spec = rjob.setdefault("template", {}).setdefault("spec", {})
+        if isinstance(job_spec, dict):
+            job_spec.setdefault("completionMode", "Indexed")
+            pod_spec = job_spec.setdefault("template", {}).setdefault("spec", {})
+            if isinstance(pod_spec, dict):
+                pod_spec.setdefault("restartPolicy", "OnFailure")
+
+
 WORKLOAD_DEFAULTS: dict[str, Callable[[Obj], None]] = {
+    "JobSet": _job_set,
     "Job": _job,
     "Deployment": _deployment,
     "ReplicaSet": _replica_set,

@@ -94,12 +94,14 @@ def owned_by(objects: Iterable[Obj]) -> dict[str, list[Obj]]:
 
 
 def set_condition(status: Obj, cond_type: str, cond_status: str, reason: str, message: str, now: str,
-                  *, probe: bool = True) -> bool:
+                  *, probe: bool | None = True) -> bool:
     """Add or update a condition; ``lastTransitionTime`` moves only when the status changes.
 
     True when anything changed. ``probe``: the condition has a ``lastProbeTime`` (Job
-    conditions do; Deployment conditions have ``lastUpdateTime`` instead).
+    conditions do); False: ``lastUpdateTime`` (Deployment conditions); None: neither
+    (``metav1.Condition``, as JobSet uses).
     """
+    stamp_key = {True: "lastProbeTime", False: "lastUpdateTime"}.get(probe) if probe is not None else None
     conds = status.setdefault("conditions", [])
     for c in conds:
         if c.get("type") != cond_type:
@@ -109,10 +111,12 @@ def set_condition(status: Obj, cond_type: str, cond_status: str, reason: str, me
         if c.get("status") != cond_status:
             c["lastTransitionTime"] = now
         c.update(status=cond_status, reason=reason, message=message)
-        c["lastProbeTime" if probe else "lastUpdateTime"] = now
+        if stamp_key:
+            c[stamp_key] = now
         return True
     cond: Obj = {"type": cond_type, "status": cond_status}
-    cond["lastProbeTime" if probe else "lastUpdateTime"] = now
+    if stamp_key:
+        cond[stamp_key] = now
     cond.update(lastTransitionTime=now, reason=reason, message=message)
     conds.append(cond)
     return True

@@ -8,6 +8,8 @@ it so it is garbage-collected with it) and labels the pod ``drasched.io/pod-grou
 the scheduler sees it (it runs earlier in every round).
 
 * **Job** (``batch/v1``): minMember = ``parallelism`` (at most ``completions``).
+* **JobSet** (``jobset.x-k8s.io``): one PodGroup for all its Jobs' pods, minMember = the sum
+  over replicated Jobs of ``replicas`` x the Job's gang (every pod that must start together).
 * **Deployment** (through its ReplicaSet), **ReplicaSet**, **StatefulSet**: no gang unless the
   workload is annotated ``drasched.io/gang-min-member: "<n>"`` (then minMember n). A StatefulSet
   needs ``podManagementPolicy: Parallel`` for it (OrderedReady makes one pod at a time, so a
@@ -38,7 +40,7 @@ from drasched.store.informer import Informer
 POD_GROUP_LABEL = "drasched.io/pod-group"
 QUEUE_LABEL = "drasched.io/queue"
 GANG_MIN_MEMBER_ANNOTATION = "drasched.io/gang-min-member"
-GROUPED_KINDS = ("Job", "Deployment", "ReplicaSet", "StatefulSet")
+GROUPED_KINDS = ("Job", "JobSet", "Deployment", "ReplicaSet", "StatefulSet")
 
 
 class ConfigError(ValueError):
@@ -83,7 +85,7 @@ class GangSpec:
         return str(md(self.workload).get("name"))
 
     def pod_group(self) -> Obj:
-        template_spec = spec_of(spec_of(self.workload).get("template") or {})
+        template_spec = spec_of(pod_template_of(self.workload))
         spec: Obj = {"minMember": self.min_member}
         queue = (md(self.workload).get("labels") or {}).get(QUEUE_LABEL)
         if queue:
@@ -94,6 +96,20 @@ class GangSpec:
                 "metadata": {"name": self.name, "namespace": md(self.workload).get("namespace") or "default",
                              "ownerReferences": [owner_reference(self.workload)]},
                 "spec": spec}
+
+
+def pod_template_of(workload: Obj) -> Obj:
+    """The workload's pod template (a JobSet's: its first replicated Job's)."""
+    if workload.get("kind") == "JobSet":
+        rjobs = spec_of(workload).get("replicatedJobs") or [{}]
+        return spec_of((rjobs[0] or {}).get("template") or {}).get("template") or {}
+    return spec_of(workload).get("template") or {}
+
+
+def jobset_gang(jobset: Obj) -> int:
+    """A JobSet's gang: every replicated Job's pods that run at once, all Jobs together."""
+    return sum(int(r.get("replicas", 1)) * job_gang(r.get("template") or {})
+               for r in spec_of(jobset).get("replicatedJobs") or [])
 
 
 def job_gang(job: Obj) -> int:
@@ -116,7 +132,7 @@ def annotated_gang(workload: Obj) -> int | None:
 
 
 _OWNER_KINDS: dict[str, ResourceType] = {
-    "Job": kinds.JOB, "ReplicaSet": kinds.REPLICA_SET, "Deployment": kinds.DEPLOYMENT,
+    "Job": kinds.JOB, "JobSet": kinds.JOB_SET, "ReplicaSet": kinds.REPLICA_SET, "Deployment": kinds.DEPLOYMENT,
     "StatefulSet": kinds.STATEFUL_SET,
 }
 
@@ -160,6 +176,9 @@ class ImplicitGangController:
             return None
         kind = owner.get("kind")
         if kind == "Job":
+            jobset = self._controller_of(owner, ns)
+            if jobset is not None and jobset.get("kind") == "JobSet":
+                return GangSpec(jobset, jobset_gang(jobset)) if self.settings.on("JobSet") else None
             return GangSpec(owner, job_gang(owner)) if self.settings.on("Job") else None
         if kind == "ReplicaSet":
             deployment = self._controller_of(owner, ns)

@@ -12,8 +12,9 @@ def workload_controllers(gangs: ImplicitGangs | None = None) -> list[Controller]
     from drasched.controllers.workloads.deployment import DeploymentController
     from drasched.controllers.workloads.gangs import ImplicitGangController
     from drasched.controllers.workloads.job import JobController
+    from drasched.controllers.workloads.jobset import JobSetController
     from drasched.controllers.workloads.replicaset import ReplicaSetController
     from drasched.controllers.workloads.statefulset import StatefulSetController
 
-    return [DeploymentController(), ReplicaSetController(), StatefulSetController(), JobController(),
-            ImplicitGangController(gangs)]
+    return [DeploymentController(), ReplicaSetController(), StatefulSetController(), JobSetController(),
+            JobController(), ImplicitGangController(gangs)]

@@ -104,3 +104,21 @@ def test_implicit_gang_switch_per_kind() -> None:
             assert words in str(exc)
         else:
             raise AssertionError(f"{bad!r} accepted")
+
+
+def test_jobset_gang_counts_every_pod_that_runs_at_once() -> None:
+    from drasched.controllers.workloads.gangs import jobset_gang
+
+    jobset = {"spec": {"replicatedJobs": [
+        {"name": "leader", "replicas": 1, "template": {"spec": {"parallelism": 1}}},
+        {"name": "workers", "replicas": 2, "template": {"spec": {"parallelism": 4, "completions": 4}}}]}}
+    assert jobset_gang(jobset) == 9
+
+
+def test_jobset_job_key_is_sha1_of_namespace_and_name() -> None:
+    import hashlib
+
+    from drasched.controllers.workloads.jobset import job_key
+
+    assert job_key("default", "a-b-0") == hashlib.sha1(b"default/a-b-0").hexdigest()
+    assert job_key("default", "a-b-0") != job_key("other", "a-b-0")
