@@ -39,8 +39,6 @@ what Python's recursive copy and serialisation handle."""
 MAX_ERRORS = 10
 """Report at most this many type errors for one object."""
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-
 _CRD_GROUPS = {kinds.DRASCHED}
 
 
@@ -157,8 +155,8 @@ def type_errors(obj: Obj, shape: Shape) -> list[tuple[str, str, Any]]:
             errors.append((_path(trail), _expected(sh), value))
             continue
         if sh.type == "integer":
-            if not INT64_MIN <= value <= INT64_MAX:
-                errors.append((_path(trail), "an integer that fits in 64 bits", value))
+            if not -(1 << (sh.bits - 1)) <= value < 1 << (sh.bits - 1):
+                errors.append((_path(trail), f"an integer that fits in {sh.bits} bits", value))
             elif isinstance(value, float) and container is not None:
                 container[slot] = int(value)  # a whole-number float: JSON's 1.0 is 1
             continue
@@ -235,6 +233,9 @@ def decode_object(obj: Obj, rt: ResourceType | None = None) -> ResourceType:
 
 
 def _got(expected: str, value: Any) -> str:
+    if expected.startswith("an integer that fits"):
+        text = str(value) if isinstance(value, int) or abs(value) < 1e30 else f"{value:g}"
+        return text if len(text) <= 40 else f"an integer of {len(text)} digits"
     if expected.startswith("a quantity") and isinstance(value, str):
         return f'"{value[:40]}"' + (f" ({len(value)} characters)" if len(value) > 40 else "")
     return json_type(value)
@@ -246,6 +247,8 @@ _JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
 def _crd_cause(path: str, expected: str, value: Any) -> Cause:
     """A CRD schema error as the OpenAPI validator words it (``... in body must be of type ...``)."""
     got = json_type(value)
+    if expected.startswith("an integer that fits in"):  # the CRD validator's format check
+        return Cause(path, f"Invalid value: {value}: must be of type integer with format int{expected.split()[-2]}")
     if expected in _JSON_TYPES:
         return Cause(path, f'Invalid value: "{got}": {path} in body must be of type {expected}: "{got}"',
                      "FieldValueTypeInvalid")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import msgspec.inspect as mi
@@ -33,9 +33,15 @@ class Shape:
     item: Shape | None = None
     options: tuple[Shape, ...] = ()
     nullable: bool = False
+    bits: int = 64
+    """For an integer: the width of its Go type (int32 fields refuse what int64 ones take)."""
 
 
 ANY = Shape("any", nullable=True)
+
+INT32_MAX = 2**31 - 1
+Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=INT32_MAX)]
+"""A Go int32 field (``format: int32`` in a CRD)."""
 
 
 # ---- decode-only refinements of fields the views keep as Any ---------------------------------
@@ -187,6 +193,14 @@ VIEW_OF: dict[ResourceType, type[View]] = {
 """The view whose fields give each kind's shape."""
 
 SHAPE_OVERRIDES: dict[tuple[type[View], str], Any] = {
+    (models.PodSpec, "priority"): Int32 | None,
+    (models.PriorityClass, "value"): Int32,
+    (models.QueueSpec, "priority"): Int32,
+    (models.PodGroupSpec, "minMember"): Int32,
+    (models.PodGroupStatus, "running"): Int32,
+    (models.PodGroupStatus, "scheduled"): Int32,
+    (models.BindRequestStatus, "attempts"): Int32,
+    (models.Event, "count"): Int32,
     (models.PodSpec, "affinity"): Affinity | None,
     (models.PodStatus, "containerStatuses"): list[ContainerStatus],
     (models.PodStatus, "initContainerStatuses"): list[ContainerStatus],
@@ -207,14 +221,14 @@ def _shape_of(info: mi.Type) -> Shape:
             return Shape("quantity", nullable=nullable)  # the views' QuantityValue: str | int | float
         if len(options) == 1:
             one = options[0]
-            return Shape(one.type, one.fields, one.item, one.options, nullable=nullable)
+            return Shape(one.type, one.fields, one.item, one.options, nullable=nullable, bits=one.bits)
         return Shape("oneOf", options=options, nullable=nullable)
     if isinstance(info, mi.StrType):
         return Shape("string")
     if isinstance(info, mi.BoolType):
         return Shape("boolean")
     if isinstance(info, mi.IntType):
-        return Shape("integer")
+        return Shape("integer", bits=32 if info.le == INT32_MAX else 64)
     if isinstance(info, mi.FloatType):
         return Shape("number")
     if isinstance(info, mi.ListType):

@@ -128,8 +128,25 @@ def test_count_true_and_admin_access_yes_are_type_errors() -> None:
                                                     "spec.devices.requests[0].exactly.adminAccess"}
 
 
-def test_an_integer_beyond_int64_is_refused() -> None:
-    with pytest.raises(BadRequest, match=r"spec.priority: expected an integer that fits in 64 bits"):
+def test_an_int64_field_refuses_beyond_int64() -> None:
+    with pytest.raises(BadRequest, match=r"spec.tolerations\[0\].tolerationSeconds: expected an integer that "
+                                         r"fits in 64 bits, got 9223372036854775808"):
+        decode_object(pod(tolerations=[{"key": "k", "operator": "Exists", "tolerationSeconds": 2**63}]))
+
+
+def test_an_int32_field_refuses_beyond_int32_as_go_does() -> None:
+    pc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "pc"}, "value": 2**40}
+    with pytest.raises(BadRequest, match=r"value: expected an integer that fits in 32 bits, got 1099511627776"):
+        decode_object(pc)
+    queue = {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "Queue", "metadata": {"name": "q"},
+             "spec": {"priority": 2**40}}
+    with pytest.raises(Invalid, match=r"spec.priority: Invalid value: 1099511627776: must be of type integer "
+                                      r"with format int32"):
+        decode_object(queue)
+
+
+def test_pod_priority_is_int32_so_int64_max_plus_one_is_refused() -> None:
+    with pytest.raises(BadRequest, match=r"spec.priority: expected an integer that fits in 32 bits, got 9223372"):
         decode_object(pod(priority=2**63))
 
 
