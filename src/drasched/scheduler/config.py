@@ -42,7 +42,9 @@ ACTIONS = ("allocate", "reclaim", "preempt", "consolidate")
 STRATEGIES = ("binpack", "spread")
 PLUGINS = tuple(BUILTINS)
 _TOP_KEYS = ("apiVersion", "kind", "schedulerNames", "actions", "cyclePeriod", "nodeOrder", "plugins", "gpu",
-             "preemption")
+             "preemption", "implicitGangs")
+"""``implicitGangs`` ({workload kind: true/false}) is read by the implicit-gang controller
+(drasched.controllers.workloads.gangs), not by the scheduler."""
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)$")
 _DURATION_SCALE = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 DEFAULT_WEIGHTS = {GPU: 10.0, "cpu": 1.0, "memory": 1.0}

@@ -48,7 +48,7 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
     # In a cluster only pods naming drasched are ours (the config's schedulerNames), unlike simulate.
     controllers += [SchedulerController(load_config(config_path), claim_wait_grace=CLAIM_WAIT_GRACE,
                                         write_workers=WRITE_WORKERS, idle_cycle_period=IDLE_CYCLE_PERIOD,
-                                        claims_queued=queued),
+                                        claims_queued=queued, config_map_modules=False),
                     BinderController(workers=BIND_WORKERS)]
     return controllers
 

@@ -20,7 +20,8 @@ template's ``priorityClassName``. A pod that already has the ``drasched.io/pod-g
 label is left as it is: an explicit PodGroup always wins. A PodGroup of the workload's
 name that belongs to something else is not touched (a Warning event on the workload says
 so) and the pods are scheduled one by one. Grouping is switched off per kind with
-:class:`ImplicitGangs` (``implicitGangs: {Job: false}`` in the scheduler configuration).
+:class:`ImplicitGangs`: ``implicitGangs: {Job: false}`` in the scheduler configuration (in an
+embedded run, the ``config.yaml`` of the ConfigMap ``kube-system/drasched-scheduler``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from drasched.api import kinds
 from drasched.api.errors import AlreadyExists, ApiError, Conflict, NotFound
 from drasched.api.kinds import ResourceType
@@ -36,6 +39,9 @@ from drasched.api.meta import controller_uid, owner_reference
 from drasched.control import ControllerContext
 from drasched.controllers.workloads.common import Obj, is_deleting, is_terminal, md, sort_key, spec_of
 from drasched.store.informer import Informer
+
+CONFIG_MAP_KEY = "kube-system/drasched-scheduler"
+"""The ConfigMap whose ``config.yaml`` configures an embedded run's scheduler (and these gangs)."""
 
 POD_GROUP_LABEL = "drasched.io/pod-group"
 QUEUE_LABEL = "drasched.io/queue"
@@ -144,6 +150,8 @@ class ImplicitGangController:
     component = "drasched-gangs"
 
     def __init__(self, settings: ImplicitGangs | None = None) -> None:
+        self.fixed = settings
+        """Settings given by the caller; None: the ``implicitGangs`` key of the scheduler's ConfigMap."""
         self.settings = settings or ImplicitGangs()
         self._store: object | None = None
         self._warned: set[str] = set()
@@ -155,13 +163,16 @@ class ImplicitGangController:
         self.pods = Informer(ctx.store, kinds.POD)
         self.groups = Informer(ctx.store, kinds.POD_GROUP)
         self.owners = {kind: Informer(ctx.store, rt) for kind, rt in _OWNER_KINDS.items()}
+        self.config_maps = Informer(ctx.store, kinds.CONFIG_MAP)
 
     def reconcile(self, ctx: ControllerContext) -> bool:
         self._attach(ctx)
-        changed = [inf.sync() for inf in (self.pods, self.groups, *self.owners.values())]
+        changed = [inf.sync() for inf in (self.pods, self.groups, self.config_maps, *self.owners.values())]
         if not any(changed):
             return False
         self.ctx = ctx
+        if self.fixed is None:
+            self.settings = self._configured()
         progress = False
         for pod in sorted(self.pods.values(), key=sort_key):
             if _wants_group(pod):
@@ -235,6 +246,20 @@ class ImplicitGangController:
             return True
         self.pods.put(updated)
         return True
+
+    def _configured(self) -> ImplicitGangs:
+        """``implicitGangs`` from the ConfigMap that configures an embedded run's scheduler."""
+        namespace, name = CONFIG_MAP_KEY.split("/")
+        cm = self.config_maps.get(name, namespace)
+        text = ((cm or {}).get("data") or {}).get("config.yaml")
+        if cm is None or not isinstance(text, str):
+            return ImplicitGangs()
+        try:
+            raw = yaml.safe_load(text)
+            return ImplicitGangs.parse(raw.get("implicitGangs") if isinstance(raw, dict) else None)
+        except (yaml.YAMLError, ConfigError) as exc:
+            self._warn(cm, "InvalidConfiguration", f"{exc}; implicit gangs stay on for every kind")
+            return ImplicitGangs()
 
     def _warn(self, workload: Obj, reason: str, message: str) -> None:
         key = f"{md(workload).get('uid')}/{reason}"
