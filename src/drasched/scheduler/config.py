@@ -8,9 +8,12 @@ Example (every key optional)::
     actions: [allocate, reclaim, preempt, consolidate]
     cyclePeriod: 1s
     nodeOrder: binpack                # or spread
-    plugins:
-      nodeOrder: {resourceWeights: {nvidia.com/gpu: 10, cpu: 1, memory: 1}}
+    plugins:                          # built-ins are on unless enabled: false (see
+                                      # framework/registry.py BUILTINS and each class's
+                                      # docstring for what disabling does)
+      nodeOrder: {resourceWeights: {nvidia.com/gpu: 10, cpu: 1, memory: 1}, weight: 1}
       taintToleration: {enabled: true}
+      fewestFreeGpus: {module: examples/plugins/fewest_free_gpus.py, weight: 3}  # external
     gpu:
       deviceClasses: [gpu.example.com]  # DeviceClasses that serve GPUs (besides those whose
                                         # extendedResourceName is nvidia.com/gpu)
@@ -26,7 +29,7 @@ leaves holes only consolidation closes, so it is never off by default); drop it 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -106,8 +109,9 @@ def _string_list(raw: Any, where: str, errors: list[str]) -> tuple[str, ...]:
     return tuple(raw)
 
 
-def _parse_plugins(raw: Any, errors: list[str]) -> tuple[tuple[PluginSetting, ...], dict[str, float] | None]:
-    settings = parse_plugins(raw, errors)
+def _parse_plugins(raw: Any, errors: list[str], modules: Collection[str] | None) -> tuple[
+        tuple[PluginSetting, ...], dict[str, float] | None]:
+    settings = parse_plugins(raw, errors, modules)
     weights = None
     for s in settings:
         if "resourceWeights" in s.args:
@@ -115,10 +119,12 @@ def _parse_plugins(raw: Any, errors: list[str]) -> tuple[tuple[PluginSetting, ..
     return settings, weights
 
 
-def config_from_dict(raw: Any, base: SchedulerConfig | None = None) -> SchedulerConfig:
+def config_from_dict(raw: Any, base: SchedulerConfig | None = None,
+                     modules: Collection[str] | None = None) -> SchedulerConfig:
     """Validate a decoded YAML document; raise ``ConfigError`` listing every problem.
 
     Keys the document leaves out keep their value in ``base`` (the defaults if ``None``).
+    ``modules``: the external plugin modules it may load (``None``: any).
     """
     if raw is None:
         raw = {}
@@ -156,7 +162,7 @@ def config_from_dict(raw: Any, base: SchedulerConfig | None = None) -> Scheduler
             errors.append(f"nodeOrder: must be one of {', '.join(STRATEGIES)}, got {raw['nodeOrder']!r}")
         changes["node_order"] = raw["nodeOrder"]
     if "plugins" in raw:
-        settings, weights = _parse_plugins(raw["plugins"], errors)
+        settings, weights = _parse_plugins(raw["plugins"], errors, modules)
         changes["plugins"] = settings
         changes["disabled_plugins"] = frozenset(s.name for s in settings if not s.enabled)
         if weights is not None:
@@ -199,14 +205,15 @@ def _parse_preemption(raw: Any, errors: list[str]) -> dict[str, int]:
     return out
 
 
-def config_from_yaml(text: str, base: SchedulerConfig | None = None, where: str = "config") -> SchedulerConfig:
+def config_from_yaml(text: str, base: SchedulerConfig | None = None, where: str = "config",
+                     modules: Collection[str] | None = None) -> SchedulerConfig:
     """Parse and validate YAML text (a file's or a ConfigMap's)."""
     try:
         raw = yaml.safe_load(text)
     except (yaml.YAMLError, ValueError, RecursionError) as exc:  # a bad date is a ValueError
         raise ConfigError(f"{where}: not valid YAML: {exc}") from None
     try:
-        return config_from_dict(raw, base)
+        return config_from_dict(raw, base, modules)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
 

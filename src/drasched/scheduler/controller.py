@@ -37,9 +37,12 @@ CONFIG_MAP_KEY = "kube-system/drasched-scheduler"
 """A ConfigMap here with a ``config.yaml`` key configures an embedded run (on top of the defaults)."""
 
 
-def config_from_config_map(cm: Obj, base: SchedulerConfig) -> SchedulerConfig:
+def config_from_config_map(cm: Obj, base: SchedulerConfig, any_module: bool = True) -> SchedulerConfig:
     """The configuration in the ConfigMap's ``data["config.yaml"]`` on top of ``base``; a ConfigMap of
-    any shape gives a configuration or a :class:`ConfigError` naming the key, never another exception."""
+    any shape gives a configuration or a :class:`ConfigError` naming the key, never another exception.
+
+    Without ``any_module`` it may load only the external plugin modules ``base`` names.
+    """
     where = f"ConfigMap {CONFIG_MAP_KEY}"
     data = cm.get("data")
     if data is None:
@@ -49,7 +52,8 @@ def config_from_config_map(cm: Obj, base: SchedulerConfig) -> SchedulerConfig:
     text = data.get("config.yaml", "")
     if not isinstance(text, str):
         raise ConfigError(f"{where}: data.config.yaml must be a string, got {type(text).__name__}")
-    return config_from_yaml(text, base, where=where)
+    modules = None if any_module else {s.module for s in base.plugins if s.module}
+    return config_from_yaml(text, base, where=where, modules=modules)
 
 
 class SchedulerController:
@@ -59,7 +63,10 @@ class SchedulerController:
 
     def __init__(self, config: SchedulerConfig | None = None, *, claim_wait_grace: float | None = None,
                  write_workers: int = 1, idle_cycle_period: float | None = None,
-                 claims_queued: Callable[[str], bool] | None = None) -> None:
+                 claims_queued: Callable[[str], bool] | None = None, config_map_modules: bool = True) -> None:
+        self.config_map_modules = config_map_modules
+        """Whether the ConfigMap may load plugin modules the configuration file does not name
+        (``drasched serve``: no, importing a module runs its code; embedded: yes)."""
         self.claim_wait_grace = claim_wait_grace
         """``drasched serve``: seconds a pod may wait for the claim controller to create its
         template claims before it is marked unschedulable for that (None: at once, as embedded)."""
@@ -142,7 +149,7 @@ class SchedulerController:
         config = self.base_config
         if cm is not None:
             try:
-                config = config_from_config_map(cm, self.base_config)
+                config = config_from_config_map(cm, self.base_config, self.config_map_modules)
             except ConfigError as exc:
                 ctx.event(cm, "Warning", "InvalidConfiguration", f"{exc}; using the defaults")
                 ctx.decide(self.name, "config", cm, str(exc))

@@ -260,3 +260,45 @@ def test_the_snapshot_is_read_only() -> None:
     with pytest.raises(AttributeError):
         snap.nodes = []  # type: ignore[misc]
     assert isinstance(snap.nodes[0], NodeInfo)
+
+
+# ---------------------------------------------------------------------- a victim filter
+
+
+class SparePods:
+    """A victim filter: pods named in ``names`` are never evicted."""
+
+    name = "sparePods"
+
+    def __init__(self, *names: str) -> None:
+        self.names = set(names)
+
+    def events(self) -> tuple[ClusterEvent, ...]:
+        return ()
+
+    def protects(self, session: Any, victim: Any) -> str | None:
+        spared = [p.name for p, _ in victim.pods if p.name in self.names]
+        return f"pod {spared[0]} is spared by sparePods" if spared else None
+
+
+def test_a_victim_filter_protects_gangs_from_preemption() -> None:
+    from tests.unit.scheduler.test_preempt import _node_of_low_pods
+
+    objs = _node_of_low_pods(pod("h", gpu=1, queue="q", priorityClassName="high"))
+    assert [e.victim.name for e in World(objs).cycle().evictions] == ["l2"]
+    w = World(objs)
+    w.builder.profile = Profile([*default_profile().plugins, SparePods("l2")])
+    assert [e.victim.name for e in w.cycle().evictions] == ["l1"]
+
+
+def test_serve_loads_from_its_configmap_only_the_plugin_modules_its_config_file_names(tmp_path: Path) -> None:
+    from drasched.scheduler.controller import config_from_config_map
+
+    module = str(EXAMPLE / "fewest_free_gpus.py")
+    cm = {"metadata": {}, "data": {"config.yaml": yaml.safe_dump({"plugins": {"f": {"module": module}}})}}
+    assert config_from_config_map(cm, SchedulerConfig()).plugins[0].module == module  # embedded: any
+    with pytest.raises(ConfigError) as err:
+        config_from_config_map(cm, SchedulerConfig(), any_module=False)
+    assert f"plugins.f.module: {module} is not among the modules the configuration file names (none)" in str(err.value)
+    named = config_from_dict({"plugins": {"f": {"module": module, "weight": 2}}})
+    assert config_from_config_map(cm, named, any_module=False).plugins[0].weight == 1.0

@@ -140,7 +140,7 @@ def place_task(session: Session, stmt: Statement, g: GroupInfo, t: PodInfo, mask
     pins = [(c.key, m) for c in claims if c.key and (m := session.allocation_nodes(c.key)) is not None]
     for _, m in pins:
         base = base & m
-    fit_rows = [n for n in container if profile.checks_row(n)]
+    fit_rows = profile.fit_rows(container)
     feasible = fit_mask(session.idle, fit_rows + [n for _, n in classes], base)
     if px is not None:
         route = base if profile.dra_extended or not px.mapped else base & device_plugin_nodes(ext, px)

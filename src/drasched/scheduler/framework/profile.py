@@ -52,6 +52,7 @@ class Profile:
         self.queue_order = next((p for p in plugins if isinstance(p, QueueOrder)), None)
         self.victim_filters = [p for p in plugins if isinstance(p, VictimFilter)]
         self.topology = any(isinstance(p, Topology) for p in plugins)
+        self._all_rows = {"podCount", "resourceFit"} <= {p.name for p in self.row_filters}
         self._signed = [p for p in plugins if not isinstance(p, StaticFilter) and hasattr(p, "signature")]
 
     @staticmethod
@@ -80,6 +81,12 @@ class Profile:
 
     def checks_row(self, need: RowNeed) -> bool:
         return any(f.checks(need) for f in self.row_filters)
+
+    def fit_rows(self, container: list[RowNeed]) -> list[RowNeed]:
+        """The container rows the enabled row filters compare (all of them by default: no copy)."""
+        if self._all_rows:
+            return container
+        return [n for n in container if self.checks_row(n)]
 
     def order(self, state: PodState, candidates: np.ndarray) -> np.ndarray:
         """Candidates best first: weighted sum of normalised scores, ties in node order."""

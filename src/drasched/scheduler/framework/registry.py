@@ -14,7 +14,7 @@ import hashlib
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -157,8 +157,13 @@ def spec_of(setting: PluginSetting) -> PluginSpec:
     return BUILTINS[setting.name]
 
 
-def parse_plugins(raw: Any, errors: list[str]) -> tuple[PluginSetting, ...]:
-    """Validate ``plugins:`` (name -> settings); every problem is appended to ``errors``."""
+def parse_plugins(raw: Any, errors: list[str], modules: Collection[str] | None = None) -> tuple[PluginSetting, ...]:
+    """Validate ``plugins:`` (name -> settings); every problem is appended to ``errors``.
+
+    ``modules``: the external modules that may be loaded (``None``: any). Importing a module
+    runs its code, so ``drasched serve`` lets its ConfigMap name only the modules its
+    configuration file already names.
+    """
     if not isinstance(raw, dict):
         errors.append("plugins: must be a map from plugin name to its settings")
         return ()
@@ -172,13 +177,14 @@ def parse_plugins(raw: Any, errors: list[str]) -> tuple[PluginSetting, ...]:
         if not isinstance(entry, dict):
             errors.append(f"{where}: must be a map of settings")
             continue
-        setting = _parse_one(name, entry, where, errors)
+        setting = _parse_one(name, entry, where, errors, modules)
         if setting is not None:
             out.append(setting)
     return tuple(out)
 
 
-def _parse_one(name: str, entry: dict[Any, Any], where: str, errors: list[str]) -> PluginSetting | None:
+def _parse_one(name: str, entry: dict[Any, Any], where: str, errors: list[str],
+               modules: Collection[str] | None) -> PluginSetting | None:
     module = entry.get("module")
     if module is not None and not STRING.valid(module):
         errors.append(f"{where}.module: must be {STRING.expected}, got {module!r}")
@@ -189,6 +195,10 @@ def _parse_one(name: str, entry: dict[Any, Any], where: str, errors: list[str]) 
         return None
     if module is not None and name in BUILTINS:
         errors.append(f"{where}.module: {name} is a built-in plugin name; give the external plugin another name")
+        return None
+    if module is not None and modules is not None and module not in modules:
+        errors.append(f"{where}.module: {module} is not among the modules the configuration file names "
+                      f"({', '.join(sorted(modules)) or 'none'}); only those may be loaded from here")
         return None
     setting = PluginSetting(name, module=module)
     try:
