@@ -156,6 +156,23 @@ def with_owner_without_uid(obj: Obj) -> None:
     obj["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "train"}]
 
 
+def with_request_policy_max(high: str) -> Callable[[Obj], None]:
+    def mutate(obj: Obj) -> None:
+        dev = obj["spec"]["devices"][0]
+        dev["allowMultipleAllocations"] = True
+        dev["capacity"]["memory"]["requestPolicy"] = {"default": "1Gi", "validRange": {"min": "1Gi", "max": high}}
+
+    return mutate
+
+
+def with_shared_counter(name: str) -> Callable[[Obj], None]:
+    def mutate(obj: Obj) -> None:
+        del obj["spec"]["devices"]
+        obj["spec"]["sharedCounters"] = [{"name": "set", "counters": {name: {"value": "1"}}}]
+
+    return mutate
+
+
 @dataclass(frozen=True)
 class Rule:
     """One refusal: ``base`` made invalid by ``mutate``; the API server names ``field``."""
@@ -216,6 +233,21 @@ RULES = [
          "spec.devices[0].taints[0].key", "name part must consist of alphanumeric characters"),
     Rule("slice-taint-effect", resource_slice, at("spec.devices.0.taints", [{"key": "k", "effect": "Later"}]),
          "spec.devices[0].taints[0].effect", 'Unsupported value: "Later"'),
+    Rule("slice-binding-conditions-alone", resource_slice,
+         at("spec.devices.0.bindingConditions", [f"{DRIVER}/attached"]), "spec.devices[0].bindingFailureConditions",
+         "Invalid value: null: bindingFailureConditions are required to use bindingConditions"),
+    Rule("slice-request-policy-over-capacity", resource_slice, with_request_policy_max("80Gi"),
+         "spec.devices[0].capacity[memory].requestPolicy.validRange.max",
+         'Invalid value: "80Gi": max is larger than capacity value: 40Gi'),
+    Rule("slice-counter-name", resource_slice, with_shared_counter("mem_0"), "spec.sharedCounters[0].counters",
+         'Invalid value: "mem_0": a lowercase RFC 1123 label must consist of'),
+    # pkg/registry/resource/utils.go AuthorizedForAdmin: the test namespaces carry no admin-access label.
+    Rule("claim-admin-access-unlabelled-namespace", claim, at("spec.devices.requests.0.exactly.adminAccess", True),
+         "spec.devices.requests[0].adminAccess", "Forbidden: admin access to devices requires the "
+         "`resource.kubernetes.io/admin-access: true` label on the containing namespace"),
+    Rule("template-admin-access-unlabelled-namespace", template,
+         at("spec.spec.devices.requests.0.exactly.adminAccess", True), "spec.devices.requests[0].adminAccess",
+         "Forbidden: admin access to devices requires the"),
     # pkg/apis/core/validation: names and keys, quantities, references.
     Rule("pod-node-name", pod, at("spec.nodeName", "Node_A"), "spec.nodeName",
          "a lowercase RFC 1123 subdomain must consist of"),

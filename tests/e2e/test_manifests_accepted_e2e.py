@@ -47,6 +47,14 @@ def manifests(path: Path) -> list[Obj]:
     return [item.obj for item in parse_documents(path.read_text(encoding="utf-8"), str(path))]
 
 
+def expected_refusals(path: Path) -> tuple[str, ...]:
+    """What simulate refuses in a scenario that expects a refusal (exit 2): the API server must too."""
+    if not path.is_relative_to(REPO / "tests" / "scenarios"):
+        return ()
+    scn = load_scenario(path)
+    return scn.stderr_contains if scn.exit_code else ()
+
+
 def file_namespace(index: int, name: str) -> str:
     return f"f{index}-{name}"[:63].rstrip("-")
 
@@ -121,13 +129,24 @@ def test_every_scenario_and_example_file_is_in_the_list() -> None:
 
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(REPO)) for p in FILES])
 def test_the_api_server_accepts_every_object_of_the_file(store: KubeStore, path: Path) -> None:
-    objs = isolated(manifests(path), FILES.index(path))
+    """...or refuses exactly what simulate refuses, where the scenario expects a refusal."""
+    index = FILES.index(path)
+    objs = isolated(manifests(path), index)
     assert objs, f"{path}: no objects"
     try:
         refusals = apply(store, objs)
     finally:
         remove_cluster_scoped(store, objs)
-    assert not refusals, "\n".join(refusals)
+    expected = expected_refusals(path)
+    if not expected:
+        assert not refusals, "\n".join(refusals)
+        return
+    # in the server's words, with the file's namespaces named as the file names them
+    said = "\n".join(refusals)
+    for obj in manifests(path):
+        ns = (obj.get("metadata") or {}).get("namespace") or "default"
+        said = said.replace(f"{file_namespace(index, ns)}/", f"{ns}/")
+    assert refusals and all(fragment in said for fragment in expected), (expected, said)
 
 
 def test_a_refused_object_is_reported_not_skipped(store: KubeStore) -> None:

@@ -29,6 +29,8 @@ class Scenario:
     expect: dict[str, Any]
     manifests: list[Obj]
     exit_code: int = 0
+    stderr_contains: tuple[str, ...] = ()
+    """Fragments simulate's error output must hold (a refused input names what it refuses)."""
 
 
 class ScenarioError(ValueError):
@@ -46,10 +48,11 @@ def load_scenario(path: Path) -> Scenario:
     if problems:
         raise ScenarioError(f"{path}:\n  " + "\n  ".join(problems))
     return Scenario(path, head["description"], head.get("expect") or {},
-                    [d for d in docs if d is not head], int(head.get("exitCode", 0)))
+                    [d for d in docs if d is not head], int(head.get("exitCode", 0)),
+                    tuple(head.get("stderrContains") or ()))
 
 
-HEAD_KEYS = frozenset({"apiVersion", "kind", "description", "expect", "exitCode"})
+HEAD_KEYS = frozenset({"apiVersion", "kind", "description", "expect", "exitCode", "stderrContains"})
 
 EXPECT_KEYS: dict[str, frozenset[str]] = {
     "pods": frozenset({"node", "nodeIn", "unschedulable", "phase", "fields", "absent"}),

@@ -32,6 +32,7 @@ from drasched.api.errors import Cause as _Cause
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time, merge_patch
 from drasched.api.selectors import field_selector_matches, label_selector_matches
+from drasched.api.validation.admin_access import admin_access_causes, admin_access_status_causes
 from drasched.store.base import ListResult, Obj, WatchEvent
 
 # k8s.io/apimachinery/pkg/util/rand: no vowels and no confusable digits.
@@ -160,6 +161,7 @@ class MemoryStore:
         apply_builtin_defaults(rt.kind, obj)
         validation.validate(obj, rt)
         self._check_namespace(rt, md.get("namespace"))
+        self._authorize_admin_access(rt, obj, admin_access_causes(obj, rt, self._namespace_of(obj)))
         key = self._key(rt, md["name"], md.get("namespace"))
         if key in self._objects:
             raise AlreadyExists(f'{rt.group_resource} "{md["name"]}" already exists', rt.kind, md["name"])
@@ -221,6 +223,15 @@ class MemoryStore:
                             f"controller computed {policy} from the given PriorityClass name", "Pod", pod_name)
         spec["priority"] = priority
         spec["preemptionPolicy"] = policy
+
+    def _namespace_of(self, obj: Obj) -> Obj | None:
+        return self._objects.get(self._key(kinds.NAMESPACE, str((obj.get("metadata") or {}).get("namespace")), None))
+
+    @staticmethod
+    def _authorize_admin_access(rt: ResourceType, obj: Obj, causes: list[_Cause]) -> None:
+        """The resource strategies' namespace check for admin access (422, as validation)."""
+        if causes:
+            raise invalid(validation.qualified_kind(rt), obj["metadata"].get("name", ""), causes)
 
     def _admit_default_priority_class(self, pc: Obj) -> None:
         """The Priority admission plugin's other half: at most one globalDefault class."""
@@ -290,6 +301,8 @@ class MemoryStore:
                 merged.pop("status", None)
             new = merged
             validation.validate_status(new, rt)
+            if rt is kinds.RESOURCE_CLAIM:
+                self._authorize_admin_access(rt, new, admin_access_status_causes(new, current, self._namespace_of(new)))
         else:
             # Spec writes keep the stored status; server-owned metadata is preserved.
             if rt.has_status:

@@ -70,7 +70,10 @@ def test_admin_access_does_not_hold_a_device() -> None:
     store = store_with_node()
     plugin = gpu_plugin(store)
     user = add_claim(store, "user", [result("gpu-0")])
-    admin = add_claim(store, "admin", [result("gpu-0", adminAccess=True)])
+    # the API server grants admin access only in a namespace labelled for it
+    store.create({"apiVersion": "v1", "kind": "Namespace",
+                  "metadata": {"name": "ops", "labels": {"resource.kubernetes.io/admin-access": "true"}}})
+    admin = add_claim(store, "admin", [result("gpu-0", adminAccess=True)], namespace="ops")
     out = plugin.node_prepare_resources([user, admin])
     assert out[user.uid].error == "" and out[admin.uid].error == ""
 

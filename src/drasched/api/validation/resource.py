@@ -6,6 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from drasched.api.errors import Cause
+from drasched.api.validation.devices import (
+    check_binding_conditions,
+    check_capacity_policy,
+    check_counter_consumption,
+    check_shared_counters,
+)
 from drasched.api.validation.names import (
     bad,
     check_c_identifier,
@@ -350,6 +356,10 @@ def _validate_device(path: str, dev: Obj, per_device_nodes: bool) -> list[Cause]
         causes += _check_attribute(f"{path}.attributes[{name}]", attributes[name])
     for name in sorted(capacity):
         causes += check_resource_qualified_name(f"{path}.capacity", name)
+        causes += check_capacity_policy(f"{path}.capacity[{name}]", capacity[name],
+                                        dev.get("allowMultipleAllocations") is True)
+    causes += check_binding_conditions(path, dev)
+    causes += check_counter_consumption(path, dev)
     taints = _list(dev.get("taints"))
     if len(taints) > DEVICE_TAINTS_MAX:
         causes.append(too_many(f"{path}.taints", len(taints), DEVICE_TAINTS_MAX))
@@ -414,6 +424,7 @@ def validate_slice(obj: Obj) -> list[Cause]:
         if isinstance(generation, int) and generation < 0:
             causes.append(bad("spec.pool.generation", generation, "must be greater than or equal to zero"))
     causes += _check_node_selection(spec)
+    causes += check_shared_counters(spec)
     devices = _list(spec.get("devices"))
     if spec.get("devices") is not None and spec.get("sharedCounters") is not None:
         causes.append(bad("spec", "", "only one of `sharedCounters` or `devices` is allowed"))
