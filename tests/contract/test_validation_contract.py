@@ -272,6 +272,8 @@ RULES = [
          "spec.containers[0].resources.requests", "must be equal to nvidia.com/gpu limit of 2"),
     Rule("extended-request-without-limit", pod, with_resources(requests={"nvidia.com/gpu": "0"}),
          "spec.containers[0].resources.limits", "Limit must be set for non overcommitable resources"),
+    Rule("extended-not-integer", pod, with_resources(limits={"nvidia.com/gpu": "0.5"}),
+         "spec.containers[0].resources.limits[nvidia.com/gpu]", 'Invalid value: "500m": must be an integer'),
     Rule("container-claim-not-in-pod", pod, with_container_claim, "spec.containers[0].resources.claims[0]",
          'Not found: "gpu": must be one of the names in pod.spec.resourceClaims'),
     Rule("duplicate-pod-claims", pod, with_duplicate_pod_claims, "spec.resourceClaims[1].name",
@@ -291,7 +293,11 @@ RULES = [
          'Unsupported value: "Sometimes"'),
     # deploy/crds OpenAPI schema.
     Rule("pod-group-min-member-zero", pod_group, at("spec.minMember", 0), "spec.minMember",
-         "should be greater than or equal to 1"),
+         "Invalid value: 0: spec.minMember in body should be greater than or equal to 1"),
+    Rule("pod-group-integer-queue", pod_group, at("spec.queue", 5), "spec.queue",
+         'Invalid value: "integer": spec.queue in body must be of type string: "integer"'),
+    Rule("queue-integer-parent", queue, at("spec.parentQueue", 5), "spec.parentQueue",
+         'Invalid value: "integer": spec.parentQueue in body must be of type string: "integer"'),
 ]
 
 

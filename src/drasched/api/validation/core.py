@@ -45,16 +45,15 @@ def _quantity(value: Any) -> Quantity | None:
 def check_resource_requirements(path: str, resources: Obj) -> list[Cause]:
     """``ValidateContainerResourceRequirements``: non-negative, requests within limits."""
     causes: list[Cause] = []
-    limits = resources.get("limits") if isinstance(resources.get("limits"), dict) else {}
-    requests = resources.get("requests") if isinstance(resources.get("requests"), dict) else {}
-    assert isinstance(limits, dict) and isinstance(requests, dict)
+    limits: Obj = resources["limits"] if isinstance(resources.get("limits"), dict) else {}
+    requests: Obj = resources["requests"] if isinstance(resources.get("requests"), dict) else {}
     for kind, values in (("limits", limits), ("requests", requests)):
         for name in sorted(values):
             q = _quantity(values[name])
             if q is not None and q.sign() < 0:
-                causes.append(bad(f"{path}.{kind}[{name}]", str(values[name]), "must be greater than or equal to 0"))
+                causes.append(bad(f"{path}.{kind}[{name}]", str(q), "must be greater than or equal to 0"))
             elif q is not None and not _overcommit_allowed(name) and not q.is_integer():
-                causes.append(bad(f"{path}.{kind}[{name}]", str(values[name]), "must be an integer"))
+                causes.append(bad(f"{path}.{kind}[{name}]", str(q), "must be an integer"))
     for name in sorted(requests):
         req = _quantity(requests[name])
         if req is None:
@@ -68,11 +67,11 @@ def check_resource_requirements(path: str, resources: Obj) -> list[Cause]:
         if lim is None:
             continue
         if not _overcommit_allowed(name) and (req - lim).sign() != 0:
-            causes.append(bad(f"{path}.requests", str(requests[name]),
-                              f"must be equal to {name} limit of {limits[name]}"))
+            causes.append(bad(f"{path}.requests", str(req),
+                              f"must be equal to {name} limit of {lim}"))
         elif (req - lim).sign() > 0:
-            causes.append(bad(f"{path}.requests", str(requests[name]),
-                              f"must be less than or equal to {name} limit of {limits[name]}"))
+            causes.append(bad(f"{path}.requests", str(req),
+                              f"must be less than or equal to {name} limit of {lim}"))
     return causes
 
 
