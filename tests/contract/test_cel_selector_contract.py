@@ -9,6 +9,8 @@ k8s.io/dynamic-resource-allocation/cel CompileCELExpression ("compilation failed
 
 from __future__ import annotations
 
+import json
+import uuid
 from typing import Any
 
 import pytest
@@ -124,3 +126,81 @@ def test_selectors_within_the_limits_are_accepted(store: ClusterStore, ns: str) 
     assert store.get(kinds.RESOURCE_CLAIM, "c", ns)["spec"]["devices"]["requests"][0]["exactly"]["selectors"][0][
         "cel"
     ]["expression"] == bounded
+
+
+# Messages as kube-apiserver 1.36.3 writes them (cel-go's positions: an operator's token, a
+# select's '.', a call's '('; ANTLR's syntax errors), checked word for word on both stores.
+EXACT = [
+    ('"%d".format(["x"]) == "a"',
+     '1:14: error during formatting: decimal clause can only be used on integers, was given string', 13),
+    ('"%s %s".format([device.driver]) == "a"', '1:15: index 1 out of range', 14),
+    ('device.driver.matches("(?=a)")', '1:23: invalid matches argument', 22),
+    ('device.nope == "a"', "1:7: undefined field 'nope'", 6),
+    ('device.driver.startsWith(1)', "1:25: found no matching overload for 'startsWith' applied to 'string.(int)'", 24),
+    ('quantity(1).isInteger()', "1:9: found no matching overload for 'quantity' applied to '(int)'", 8),
+    ('(device.driver', "1:15: Syntax error: missing ')' at '<EOF>'", 14),
+    ('device.', "1:8: Syntax error: no viable alternative at input '.'", 7),
+    ('device.attributes["a"].all(x, x.nope)', "1:32: type 'string' does not support field selection", 31),
+    ('has(device.nope)', "1:4: undefined field 'nope'", 3),
+    ('[1].all(1, true)', '1:9: argument must be a simple name', 8),
+    ('device.driver in 1', "1:15: found no matching overload for '@in' applied to '(string, int)'", 14),
+    ('-"a" == "b"', "1:1: found no matching overload for '-_' applied to '(string)'", 0),
+    ('device.driver[0] == "a"', "1:14: found no matching overload for '_[_]' applied to '(string, int)'", 13),
+    ('cel.bind(x, 1, y)', "1:16: undeclared reference to 'y' (in container '')", 15),
+    ('semver("1.0.0").major() == 1u', "1:25: found no matching overload for '_==_' applied to '(int, uint)'", 24),
+]
+
+
+@pytest.mark.parametrize(("expression", "detail", "dots"), EXACT)
+def test_compile_errors_word_for_word(store: ClusterStore, expression: str, detail: str, dots: int) -> None:
+    field, message = _refusal(store, device_class("cel-exact.example.com", expression))
+    assert field == CLASS_FIELD
+    quoted = json.dumps(expression)
+    assert message == (f"Invalid value: {quoted}: compilation failed: ERROR: <input>:{detail}\n"
+                       f" | {expression}\n | {'.' * dots}^")
+
+
+@pytest.mark.parametrize("expression", ['matches(device.driver, "(?=a)")', 'device.driver.find("(?=a)") == ""'])
+def test_constant_regex_outside_the_validator_is_an_internal_error(store: ClusterStore, expression: str) -> None:
+    field, message = _refusal(store, device_class("cel-internal.example.com", expression))
+    assert field == CLASS_FIELD
+    assert message == ("Internal error: program instantiation failed: error parsing regexp: "
+                       "invalid or unsupported Perl syntax: `(?=`")
+
+
+def test_format_of_an_attribute_value_is_refused(store: ClusterStore) -> None:
+    # Attribute values are declared as google.protobuf.Any: "%s" cannot format them.
+    expression = '"%s".format([device.attributes["gpu.example.com"].model]) == "a"'
+    _, message = _refusal(store, device_class("cel-format.example.com", expression))
+    assert ("<input>:1:50: error during formatting: string clause can only be used on strings, bools, bytes, "
+            "ints, doubles, maps, lists, types, durations, and timestamps, was given google.protobuf.Any") in message
+
+
+# Cost estimates at the edge of the limit (kube-apiserver 1.36.3 accepts the first, refuses the second).
+def _ints(n: int) -> str:
+    return "[" + ",".join(str(i) for i in range(n)) + "]"
+
+
+COST_EDGES = [
+    (f"{_ints(574)}.all(x, {_ints(574)}.all(y, true))", f"{_ints(577)}.all(x, {_ints(577)}.all(y, true))"),
+    (f"{_ints(275)}.map(x, {_ints(275)}.map(y, y)).size() > 0",
+     f"{_ints(277)}.map(x, {_ints(277)}.map(y, y)).size() > 0"),
+    (f"{_ints(375)}.exists(x, {_ints(375)}.exists(y, y == x))",
+     f"{_ints(380)}.exists(x, {_ints(380)}.exists(y, y == x))"),
+    (f"{_ints(707)}.sort().size() > 0", f"{_ints(708)}.sort().size() > 0"),
+    (f"{_ints(700)}.sortBy(x, x).size() > 0", f"{_ints(705)}.sortBy(x, x).size() > 0"),
+    (f"{_ints(245)}.filter(x, {_ints(245)}.filter(y, y > x).size() > 0).size() > 0",
+     f"{_ints(250)}.filter(x, {_ints(250)}.filter(y, y > x).size() > 0).size() > 0"),
+    ('device.attributes["gpu.example.com"].all(a, device.attributes["gpu.example.com"].all(b, '
+     'device.attributes["gpu.example.com"].all(c, true)))',
+     'device.attributes["gpu.example.com"].all(a, device.attributes["gpu.example.com"].all(b, '
+     'device.attributes["gpu.example.com"].all(c, device.attributes["gpu.example.com"].all(d, true))))'),
+    ('"a".matches("a")', '["a"].join() == "a"'),
+]
+
+
+@pytest.mark.parametrize(("accepted", "refused"), COST_EDGES)
+def test_estimated_cost_at_the_edge_of_the_limit(store: ClusterStore, accepted: str, refused: str) -> None:
+    store.create(device_class(f"cel-edge-{uuid.uuid4().hex[:8]}.example.com", accepted))
+    _, message = _refusal(store, device_class("cel-edge-refused.example.com", refused))
+    assert message == "Forbidden: too complex, exceeds cost limit"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 
 import lark
 from lark import Lark, Token, Tree
@@ -296,7 +296,29 @@ def _pos_of(meta_or_tok: Any) -> tuple[int, int]:
 
 
 class _Builder:
-    """Turns the lark tree into :class:`Node` objects (macros stay calls; the checker expands them)."""
+    """Turns the lark tree into :class:`Node` objects (macros stay calls; the checker expands them).
+
+    Positions are cel-go's: an operator's token, a select's ``.``, a call's ``(``.
+    """
+
+    def __init__(self, source: str = "") -> None:
+        self._source = source
+
+    def _at(self, offset: int) -> tuple[int, int]:
+        line_start = self._source.rfind("\n", 0, offset) + 1
+        return (self._source.count("\n", 0, offset) + 1, offset - line_start + 1)
+
+    def _dot_before(self, name: Any) -> tuple[int, int]:
+        i = (name.start_pos or 0) - 1
+        while i >= 0 and self._source[i] in " \t\r\n?":
+            i -= 1
+        return self._at(i) if i >= 0 and self._source[i] == "." else _pos_of(name)
+
+    def _paren_after(self, name: Any) -> tuple[int, int]:
+        i = name.end_pos or 0
+        while i < len(self._source) and self._source[i] in " \t\r\n":
+            i += 1
+        return self._at(i) if i < len(self._source) and self._source[i] == "(" else _pos_of(name)
 
     def build(self, t: Tree | Token) -> Node:
         if isinstance(t, Token):
@@ -340,25 +362,32 @@ class _Builder:
     # -- member access
     def t_select(self, t: Tree) -> Node:
         operand, name = t.children
-        return Select(_pos_of(name), self.build(operand), str(name))
+        return Select(self._dot_before(name), self.build(operand), str(name))
 
     def t_opt_select(self, t: Tree) -> Node:
         operand, name = t.children
-        return Select(_pos_of(name), self.build(operand), str(name), optional=True)
+        return Select(self._dot_before(name), self.build(operand), str(name), optional=True)
 
     def t_member_call(self, t: Tree) -> Node:
         operand, name, *rest = t.children
         args = self._args(rest)
-        return Call(_pos_of(name), str(name), args, target=self.build(operand))
+        return Call(self._paren_after(name), str(name), args, target=self.build(operand))
+
+    def _bracket_before(self, t: Tree, idx: Tree | Token) -> tuple[int, int]:
+        start = idx.start_pos if isinstance(idx, Token) else getattr(idx.meta, "start_pos", None)
+        i = (start or 0) - 1
+        while i >= 0 and self._source[i] in " \t\r\n?":
+            i -= 1
+        return self._at(i) if start is not None and i >= 0 and self._source[i] == "[" else _pos_of(t.meta)
 
     def t_index(self, t: Tree) -> Node:
         operand, idx = t.children
         o = self.build(operand)
-        return Index(_pos_of(t.meta), o, self.build(idx))
+        return Index(self._bracket_before(t, idx), o, self.build(idx))
 
     def t_opt_index(self, t: Tree) -> Node:
         operand, idx = t.children
-        return Index(_pos_of(t.meta), self.build(operand), self.build(idx), optional=True)
+        return Index(self._bracket_before(t, idx), self.build(operand), self.build(idx), optional=True)
 
     def t_struct(self, t: Tree) -> Node:
         raise ParseFailure("message construction is not supported in this environment", _pos_of(t.meta))
@@ -382,7 +411,7 @@ class _Builder:
         name, *rest = ch
         if str(name) in RESERVED:
             raise ParseFailure(f"reserved identifier: {name}", _pos_of(name))
-        return Call(_pos_of(name), lead + str(name), self._args(rest))
+        return Call(self._paren_after(name), lead + str(name), self._args(rest))
 
     def _args(self, rest: list[Any]) -> list[Node]:
         if not rest:
@@ -448,6 +477,36 @@ class _Builder:
         return Literal(p, None, "null")
 
 
+#: What ANTLR's CEL grammar lists when an expression must start here (cel-go's message).
+_EXPRESSION_START: Final = (" expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, "
+                            "NUM_UINT, STRING, BYTES, IDENTIFIER}")
+
+
+_EXPRESSION_START_TERMINALS: Final = frozenset(
+    {"BYTES_LIT", "DOT", "FALSE", "FLOAT_LIT", "IDENT", "INT_LIT", "LBRACE", "LPAR", "LSQB", "MINUS", "NOT", "NULL",
+     "STRING_LIT", "TRUE", "UINT_LIT"}
+)
+
+
+_CLOSERS: Final = {"RPAR": ")", "RSQB": "]", "RBRACE": "}"}
+
+
+def _eof_error(expected: Any) -> str:
+    """ANTLR's wording (cel-go's parser) for an expression that ends too early, where known."""
+    wanted = set(expected or ())
+    if len(wanted) == 1 and next(iter(wanted)) in _CLOSERS:
+        return f"Syntax error: missing '{_CLOSERS[next(iter(wanted))]}' at '<EOF>'"
+    if wanted == {"IDENT", "OPTMARK"}:
+        return "Syntax error: no viable alternative at input '.'"
+    return f"Syntax error: mismatched input '<EOF>'{_expecting(expected)}"
+
+
+def _expecting(expected: Any) -> str:
+    """cel-go's " expecting {...}" where lark wanted exactly the start of an expression (other
+    expected sets are not spelled out)."""
+    return _EXPRESSION_START if expected and set(expected) == _EXPRESSION_START_TERMINALS else ""
+
+
 def parse(text: str) -> Node:
     """Parse CEL source into an AST; raises :class:`ParseFailure` with a 1-based position."""
     try:
@@ -459,24 +518,23 @@ def parse(text: str) -> Node:
     except UnexpectedEOF as e:
         line = text.count("\n") + 1
         col = len(text) - (text.rfind("\n") + 1) + 1
-        raise ParseFailure("Syntax error: mismatched input '<EOF>'", (line, col)) from e
+        raise ParseFailure(_eof_error(e.expected), (line, col)) from e
     except UnexpectedToken as e:
         tok = e.token
         shown = "<EOF>" if tok.type == "$END" else str(tok)
         if tok.type == "$END":
             line = text.count("\n") + 1
             col = len(text) - (text.rfind("\n") + 1) + 1
-            pos = (line, col)
-        else:
-            pos = (tok.line or 1, tok.column or 1)
-        raise ParseFailure(f"Syntax error: mismatched input '{shown}'", pos) from None
+            raise ParseFailure(_eof_error(e.expected), (line, col)) from None
+        pos = (tok.line or 1, tok.column or 1)
+        raise ParseFailure(f"Syntax error: mismatched input '{shown}'{_expecting(e.expected)}", pos) from None
     except UnexpectedInput as e:  # pragma: no cover - other lark errors
         raise ParseFailure(f"Syntax error: {e}", (getattr(e, "line", 1), getattr(e, "column", 1))) from None
     if isinstance(tree, Token):
         if tree.type in ("IDENT",):
-            return _Builder().t_ident(Tree("ident", [tree]))
+            return _Builder(text).t_ident(Tree("ident", [tree]))
         raise ParseFailure(f"unexpected token {tree!s}", _pos_of(tree))
-    return _Builder().build(tree)
+    return _Builder(text).build(tree)
 
 
 _ = lark  # keep the import visible: lark is the parser, as in celpy

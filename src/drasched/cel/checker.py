@@ -368,10 +368,15 @@ NAMESPACES: Final = {"lists", "sets", "strings", "optional", "cel"}
 
 
 class CheckError(Exception):
-    def __init__(self, message: str, pos: tuple[int, int]) -> None:
+    """``internal``: cel-go compiles the expression but cannot build the program (a constant
+    regex it fails to compile outside the literal validator); the API server reports that as
+    an internal error of the field rather than an invalid value."""
+
+    def __init__(self, message: str, pos: tuple[int, int], internal: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.pos = pos
+        self.internal = internal
 
 
 @dataclass
@@ -601,18 +606,51 @@ class Checker:
         results = {_norm(r) for _, r in matched}
         rt: Type = results.pop() if len(results) == 1 else DYN
         if fn in ("matches", "find", "findAll"):
-            self._check_regex(args[-1] if fn == "matches" and not member else (args[0] if args else None))
+            pattern = args[-1] if fn == "matches" and not member else (args[0] if args else None)
+            self._check_regex(pattern, validated=fn == "matches" and member)
+        if fn == "format" and member and args:
+            self._check_format(n, args[0])
         all_total = len(matched) == 1 and matched[0][0].total and not any(is_dyn(_norm(x)) for x in types)
         raises = (target_info.raises if target_info else False) or any(i.raises for i in infos) or not all_total
         return n, Info(rt, overloads=tuple(ov for ov, _ in matched), raises=raises)
 
-    def _check_regex(self, pat: Node | None) -> None:
-        """cel.ValidateRegexLiterals: a constant pattern must compile."""
+    def _check_format(self, call: Call, arg_list: Node) -> None:
+        """cel-go's string format validator: a constant format string over a list literal is
+        checked clause by clause against the arguments' static types at compile time."""
+        fmt_node = call.target
+        if not (isinstance(fmt_node, Literal) and isinstance(fmt_node.value, str) and isinstance(arg_list, CreateList)):
+            return
+        verbs = _format_verbs(fmt_node.value)
+        if verbs is None:
+            return  # a malformed format string fails when evaluated
+        elements = arg_list.elements
+        for i, verb in enumerate(verbs):
+            if i >= len(elements):
+                raise CheckError(f"index {i} out of range", call.pos)
+            elem = elements[i]
+            t = _norm(self.info[id(elem)].type)
+            # An attribute value is declared as google.protobuf.Any (not dyn, which passes).
+            given = "google.protobuf.Any" if t == ANY else t if isinstance(t, str) and t != DYN else None
+            bad = None
+            if verb == "s" and t == ANY:
+                bad = ("string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, "
+                       "types, durations, and timestamps")
+            elif verb == "d" and given is not None and given not in (INT, UINT):
+                bad = "decimal clause can only be used on integers"
+            if bad is not None:
+                raise CheckError(f"error during formatting: {bad}, was given {given}", elem.pos)
+
+    def _check_regex(self, pat: Node | None, validated: bool) -> None:
+        """A constant pattern must compile. cel-go's regex literal validator checks the member
+        form of ``matches`` ("invalid matches argument"); for the others the program cannot be
+        built ("program instantiation failed: ...")."""
         if isinstance(pat, Literal) and isinstance(pat.value, str):
             try:
                 compile_regex(pat.value)
             except RegexError as e:
-                raise CheckError(str(e), pat.pos) from None
+                if validated:
+                    raise CheckError("invalid matches argument", pat.pos) from None
+                raise CheckError(f"program instantiation failed: {e}", pat.pos, internal=True) from None
 
     def _logic(self, n: Call, scope: dict[str, tuple[str, Type]]) -> tuple[Node, Info]:
         args: list[Node] = []
@@ -648,6 +686,7 @@ class Checker:
         if not isinstance(arg, Select) or arg.optional:
             raise CheckError("invalid argument to has() macro", arg.pos)
         arg.test_only = True
+        arg.pos = n.pos  # the expanded test is the macro call's, as in cel-go
         return self.check(arg, scope)
 
     def _var(self, node: Node) -> str:
@@ -744,6 +783,29 @@ class Checker:
 
     def c_Comprehension(self, n: Comprehension, scope: dict[str, tuple[str, Type]]) -> tuple[Node, Info]:
         raise AssertionError("comprehensions are created by the checker")  # pragma: no cover
+
+
+def _format_verbs(text: str) -> list[str] | None:
+    """The verbs of a format string's clauses in order (``%%`` is none), or None if malformed."""
+    verbs: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] != "%":
+            i += 1
+            continue
+        i += 1
+        if i < n and text[i] == "%":
+            i += 1
+            continue
+        if i < n and text[i] == ".":
+            i += 1
+            while i < n and text[i].isdigit():
+                i += 1
+        if i >= n:
+            return None
+        verbs.append(text[i])
+        i += 1
+    return verbs
 
 
 def _is_map_like(t: Type) -> bool:

@@ -69,14 +69,16 @@ class CompiledSelector:
         return f"CompiledSelector({self.expression!r})"
 
 
-def _compile_error(message: str, expression: str, pos: tuple[int, int] | None) -> CELCompileError:
+def _compile_error(
+    message: str, expression: str, pos: tuple[int, int] | None, internal: bool = False
+) -> CELCompileError:
     if pos is None:
-        return CELCompileError(f"compile error: {message}", expression, None, message)
+        return CELCompileError(f"compile error: {message}", expression, None, message, internal)
     line, col = pos
     lines = expression.split("\n")
     src = lines[line - 1] if 0 < line <= len(lines) else ""
     text = f"compile error at {line}:{col}: {message}\n | {src}\n | {'.' * (col - 1)}^"
-    return CELCompileError(text, expression, pos, message)
+    return CELCompileError(text, expression, pos, message, internal)
 
 
 def _nesting(expression: str) -> int:
@@ -116,7 +118,7 @@ def _compile(expression: str, require_bool: bool = True) -> CompiledSelector | C
     except ParseFailure as e:
         return _compile_error(e.message, expression, e.pos)
     except CheckError as e:
-        return _compile_error(e.message, expression, e.pos)
+        return _compile_error(e.message, expression, e.pos, e.internal)
     except (RecursionError, MemoryError, SyntaxError):
         return _compile_error("expression is nested too deeply", expression, None)
     finally:
@@ -134,7 +136,7 @@ def compile_expression(expression: str) -> Callable[[DeviceView | None], Any]:
     """
     r = _compile(expression, False)
     if isinstance(r, CELCompileError):
-        raise CELCompileError(r.message, r.expression, r.position, r.detail)
+        raise CELCompileError(r.message, r.expression, r.position, r.detail, r.internal)
     return r._fn
 
 
@@ -145,7 +147,7 @@ def compile_selector(expression: str) -> CompiledSelector:
     """
     r = _compile(expression)
     if isinstance(r, CELCompileError):
-        raise CELCompileError(r.message, r.expression, r.position, r.detail)
+        raise CELCompileError(r.message, r.expression, r.position, r.detail, r.internal)
     return r
 
 

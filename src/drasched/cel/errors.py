@@ -27,11 +27,17 @@ class CELCompileError(CELError):
     """
 
     def __init__(
-        self, message: str, expression: str, position: tuple[int, int] | None = None, detail: str = ""
+        self,
+        message: str,
+        expression: str,
+        position: tuple[int, int] | None = None,
+        detail: str = "",
+        internal: bool = False,
     ) -> None:
         super().__init__(message, expression)
         self.position = position
         self.detail = detail or message  # the bare reason, without position and source excerpt
+        self.internal = internal  # compiles, but no program can be built from it (upstream: internal error)
 
 
 class CELRuntimeError(CELError):

@@ -3,8 +3,10 @@
 pkg/apis/resource/validation validateCELSelector compiles every selector of a DeviceClass,
 ResourceClaim and ResourceClaimTemplate when the object is written: an expression over
 CELSelectorExpressionMaxLength bytes is ``Too long`` (and not compiled), one that does not
-compile or does not evaluate to bool is ``Invalid value``, and one whose estimated worst-case
-cost exceeds CELSelectorExpressionMaxCost is ``Forbidden: too complex, exceeds cost limit``.
+compile or does not evaluate to bool is ``Invalid value``, one that compiles but cannot be
+made into a program (a constant regex outside the literal validator's reach) is ``Internal
+error``, and one whose estimated worst-case cost exceeds CELSelectorExpressionMaxCost is
+``Forbidden: too complex, exceeds cost limit``.
 The caller adds the field path (``...selectors[0].cel.expression``).
 """
 
@@ -33,6 +35,8 @@ def selector_errors(expression: str) -> list[SelectorError]:
     try:
         compiled = compile_selector(expression)
     except CELCompileError as e:
+        if e.internal:
+            return [SelectorError(f"Internal error: {e.detail}", "InternalError")]
         return [SelectorError(f"Invalid value: {_go_quote(expression)}: {_upstream_detail(e)}", "FieldValueInvalid")]
     if compiled.max_cost > COST_LIMIT:
         return [SelectorError("Forbidden: too complex, exceeds cost limit", "FieldValueForbidden")]

@@ -57,7 +57,7 @@ def test_unknown_device_field_is_compile_error() -> None:
     with pytest.raises(CELCompileError) as e:
         compile_selector("device.vendor == 'x'")
     assert "undefined field 'vendor'" in str(e.value)
-    assert e.value.position == (1, 8)
+    assert e.value.position == (1, 7)  # cel-go places a select at its '.' (kube-apiserver: <input>:1:7)
 
 
 def test_unknown_domain_is_empty_map_upstream(gpu: DeviceView) -> None:
@@ -161,8 +161,8 @@ def test_syntax_error_has_position_and_caret() -> None:
 def test_multiline_position() -> None:
     with pytest.raises(CELCompileError) as e:
         compile_selector('device.driver == "a" &&\n  device.nope')
-    assert e.value.position == (2, 10)
-    assert "\n |   device.nope\n | .........^" in str(e.value)
+    assert e.value.position == (2, 9)
+    assert "\n |   device.nope\n | ........^" in str(e.value)
 
 
 @pytest.mark.parametrize(
@@ -173,7 +173,7 @@ def test_multiline_position() -> None:
         ("undefinedFn(1)", "undeclared reference to 'undefinedFn'"),
         ("device.driver.startsWith(1)", "found no matching overload for 'startsWith' applied to 'string.(int)'"),
         ('[1, "a"].size() > 0', "expected type 'int' but found 'string'"),
-        ('device.driver.matches("(")', "error parsing regexp"),
+        ('device.driver.matches("(")', "invalid matches argument"),  # cel-go's regex literal validator
         ("1 == 1.0", "found no matching overload for '_==_' applied to '(int, double)'"),
         ("[1].all(x, x)", "found no matching overload"),
         ("1.all(x, true)", "cannot be range of a comprehension"),

@@ -50,6 +50,19 @@ def test_expression_is_quoted_as_go_quotes_it() -> None:
     assert err.message.startswith('Invalid value: "device.driver == \\"a\\" +": compilation failed: ')
 
 
+def test_bad_constant_regex_outside_the_validator_is_an_internal_error() -> None:
+    # kube-apiserver 1.36: the global matches(), find() and findAll() compile, and building
+    # the program fails: field.InternalError.
+    assert selector_errors('matches(device.driver, "(?=a)")') == [(
+        "Internal error: program instantiation failed: error parsing regexp: invalid or unsupported Perl syntax: `(?=`",
+        "InternalError",
+    )]
+    (err,) = selector_errors('device.driver.matches("(?=a)")')
+    assert err.message.endswith(": compilation failed: ERROR: <input>:1:23: invalid matches argument\n"
+                                " | device.driver.matches(\"(?=a)\")\n"
+                                " | ......................^")
+
+
 def test_over_10_kib_is_too_long_and_not_compiled() -> None:
     (err,) = selector_errors("true" + " " * 10 * 1024)
     assert err == ("Too long: may not be more than 10240 bytes", "FieldValueTooLong")
