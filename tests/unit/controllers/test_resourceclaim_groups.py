@@ -141,7 +141,7 @@ def test_orphaned_group_reservation_is_removed() -> None:
 
 def test_unknown_consumer_kind_is_kept_with_a_warning() -> None:
     ctx = new_ctx()
-    ref = {"apiGroup": "batch", "resource": "jobs", "name": "j", "uid": "1"}
+    ref = {"apiGroup": "example.com", "resource": "widgets", "name": "w", "uid": "1"}  # a kind drasched lacks
     ctx.store.restore(claim("c", reserved=[ref]))
     ctrl = ResourceClaimController()
     settle(ctx, [ctrl])
