@@ -129,3 +129,12 @@ def test_disabling_fairshare_offers_gangs_by_queue_name_not_by_deficit() -> None
     on, off = both(objs, "fairShare")
     assert sorted(placed_nodes(on)) == ["a0", "a1", "b0", "b1"]
     assert sorted(placed_nodes(off)) == ["a0", "a1", "a2", "a3"]
+
+
+def test_disabling_gangpriority_serves_a_queues_gangs_first_come_first_served() -> None:
+    objs = [node("a", gpu=1),
+            pod("old-low", gpu=1, priority=10, created="2026-01-01T00:00:01Z"),
+            pod("new-high", gpu=1, priority=1000, created="2026-01-01T00:00:02Z")]
+    on, off = both(objs, "gangPriority", actions=["allocate"])
+    assert placed_nodes(on) == {"new-high": "a"}
+    assert placed_nodes(off) == {"old-low": "a"}

@@ -144,7 +144,7 @@ def test_every_builtin_declares_the_events_that_may_make_a_rejected_pod_fit() ->
         events = plugin.events()
         assert all(isinstance(e, ClusterEvent) and e.action in ("Add", "Update", "Delete") for e in events), name
         rejects = isinstance(plugin, StaticFilter | Filter | RowFilter | ClaimAllocation) or name in (
-            "topology", "extendedResources", "fairShare")
+            "topology", "extendedResources", "fairShare")  # a queue's share changing lets its gangs go
         assert bool(events) == rejects, name  # a pure scorer rejects nothing
 
 

@@ -11,7 +11,8 @@ list per point, once per configuration, so a cycle's hot path calls plain lists.
   what the session has already placed; ``reasons`` explains the nodes it rejects.
 * :class:`Scorer` (upstream Score + NormalizeScore): a raw score per candidate node, higher
   is better; ``normalize`` maps them to 0..100 before the weights are applied.
-* :class:`QueueOrder` (KAI's QueueOrderFn): which queue offers its next gang first.
+* :class:`QueueOrder` (KAI's QueueOrderFn): which queue offers its next gang first;
+  :class:`GangOrder` (KAI's JobOrderFn): which of a queue's gangs goes first.
 * :class:`ClaimAllocation` (upstream DynamicResources Reserve): allocates a pod's
   ResourceClaims on one node.
 * :class:`VictimFilter` (KAI's PreemptableFn / ReclaimableFn): may protect a running gang
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from drasched.scheduler.extended import PodExtended
     from drasched.scheduler.plugins.fit import RowNeed
     from drasched.scheduler.session import Session
+    from drasched.scheduler.snapshot import GroupInfo
     from drasched.scheduler.victims import VictimGang
 
 Obj = dict[str, Any]
@@ -122,6 +124,13 @@ class Scorer(Plugin, Protocol):
 class QueueOrder(Plugin, Protocol):
     def ratio(self, allocated: Mapping[str, float], share: Mapping[str, Fraction]) -> float:
         """How far a queue is into its share; the lowest offers its next gang first."""
+        ...
+
+
+@runtime_checkable
+class GangOrder(Plugin, Protocol):
+    def gang_key(self, group: GroupInfo) -> tuple[Any, ...]:
+        """Sort key of a queue's gangs: the lowest is tried first (ties: creation, then name)."""
         ...
 
 

@@ -16,6 +16,7 @@ from drasched.scheduler.framework.api import (
     ClaimAllocation,
     ClusterEvent,
     Filter,
+    GangOrder,
     Plugin,
     PodState,
     QueueOrder,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from drasched.scheduler.config import SchedulerConfig
     from drasched.scheduler.plugins.fit import RowNeed
     from drasched.scheduler.podinfo import PodInfo
+    from drasched.scheduler.snapshot import GroupInfo
 
 
 class Profile:
@@ -50,6 +52,8 @@ class Profile:
         """Dynamic filters beyond the vector fit and the extended-resource routes (external ones)."""
         self.scorers = [p for p in plugins if isinstance(p, Scorer)]
         self.queue_order = next((p for p in plugins if isinstance(p, QueueOrder)), None)
+        gang_order = next((p for p in plugins if isinstance(p, GangOrder)), None)
+        self._gang_order = gang_order.gang_key if gang_order is not None else None
         self.victim_filters = [p for p in plugins if isinstance(p, VictimFilter)]
         self.topology = any(isinstance(p, Topology) for p in plugins)
         self._all_rows = {"podCount", "resourceFit"} <= {p.name for p in self.row_filters}
@@ -102,6 +106,11 @@ class Profile:
         return candidates[np.argsort(-total, kind="stable")]
 
     # ------------------------------------------------------------------ queue
+
+    def gang_key(self, group: GroupInfo) -> tuple[Any, ...]:
+        """The gang order plugin's key, then creation time and name (no plugin: first come, first served)."""
+        first = self._gang_order(group) if self._gang_order is not None else ()
+        return (*first, group.created, group.key)
 
     def requeue_events(self, names: Iterable[str] | None = None) -> frozenset[ClusterEvent]:
         """The events after which a pod rejected by the named plugins (all: ``None``) may fit."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from drasched.scheduler.framework.api import Plugin
 from drasched.scheduler.plugins.dra import DynamicResources, ExtendedResources
-from drasched.scheduler.plugins.fairshare import FairShare
+from drasched.scheduler.plugins.fairshare import FairShare, GangPriority
 from drasched.scheduler.plugins.fit import PodCount, ResourceFit
 from drasched.scheduler.plugins.nodeorder import NodeOrder
 from drasched.scheduler.plugins.predicates import NodeAffinity, NodeSelector, NodeUnschedulable, TaintToleration
@@ -99,6 +99,7 @@ BUILTINS: Mapping[str, PluginSpec] = MappingProxyType({
     "nodeOrder": PluginSpec(lambda c: NodeOrder(c.node_order, c.weight), {"resourceWeights": WEIGHTS}, scores=True),
     "topology": PluginSpec(lambda c: Topology()),
     "fairShare": PluginSpec(lambda c: FairShare()),
+    "gangPriority": PluginSpec(lambda c: GangPriority()),
 })
 """Built-in plugins, all enabled by default, in the order their extension points run them."""
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from drasched.scheduler.constants import PODS
 from drasched.scheduler.framework.api import ADD, DELETE, UPDATE, ClusterEvent
+
+if TYPE_CHECKING:
+    from drasched.scheduler.snapshot import GroupInfo
 
 
 def share_ratio(allocated: Mapping[str, float], share: Mapping[str, Fraction]) -> float:
@@ -19,6 +23,22 @@ def share_ratio(allocated: Mapping[str, float], share: Mapping[str, Fraction]) -
         f = share.get(d, Fraction(0))
         ratio = max(ratio, v / float(f) if f > 0 else math.inf)
     return ratio
+
+
+class GangPriority:
+    """Within a queue, gangs by priority (highest first), then age.
+
+    Disabled: a queue's gangs go first come, first served (creation time, then name);
+    preemption still follows priority.
+    """
+
+    name = "gangPriority"
+
+    def events(self) -> tuple[ClusterEvent, ...]:
+        return ()  # an order rejects no pod
+
+    def gang_key(self, group: GroupInfo) -> tuple[int]:
+        return (-group.priority,)
 
 
 class FairShare:
