@@ -195,7 +195,7 @@ COST_EDGES = [
      'device.attributes["gpu.example.com"].all(c, true)))',
      'device.attributes["gpu.example.com"].all(a, device.attributes["gpu.example.com"].all(b, '
      'device.attributes["gpu.example.com"].all(c, device.attributes["gpu.example.com"].all(d, true))))'),
-    ('"a".matches("a")', '["a"].join() == "a"'),
+    ('device.attributes["gpu.example.com"].model.join(",") == "a"', '["a"].join() == "a"'),  # dyn vs list
 ]
 
 

@@ -128,8 +128,8 @@ class _Estimator:
         if fn == "sort" and shapes:  # cel-go charges 2n² for sorting n elements (probed on kube-apiserver 1.36)
             size = shapes[0].size
             return (base + 1 + 2 * size * size if size < UNBOUNDED else UNBOUNDED), shapes[0]
-        if fn == "join":  # the joined string's size is unknown to cel-go: never within the limit
-            return UNBOUNDED, _UNKNOWN
+        if fn == "join" and _is_list(self._type(args[0])):
+            return UNBOUNDED, _UNKNOWN  # cel-go cannot bound the joined string (on dyn it does not try)
         if fn == "lists.range" and isinstance(args[0], Literal) and isinstance(args[0].value, int):
             return base + 1, _Shape(max(args[0].value, 0), _SCALAR)
         if fn in _REGEX_FUNCTIONS and len(shapes) >= 2:
@@ -175,6 +175,10 @@ class _Estimator:
             return total, _SCALAR
         out_elem = bodies[-1][1] if n.kind in ("map", "transformList", "transformMap") else elem
         return total, _Shape(shape.size, out_elem)
+
+
+def _is_list(t: Any) -> bool:
+    return isinstance(t, tuple) and t[0] == "list"
 
 
 def _widest(shapes: list[_Shape]) -> _Shape | None:
