@@ -3,7 +3,9 @@
 One mutation picks a place in one object (any mapping key or list item, found by walking
 the document) and breaks it the way a new user's file is broken: a value of the wrong JSON
 type, a deleted field, a huge or negative number, a very long string, a quantity of
-thousands of digits, deep nesting, or a duplicated list item. Everything is drawn from a
+thousands of digits, deep nesting, or a duplicated list item; or changes it plausibly
+(another small number, another name from the same object, a shorter list) so that many
+inputs pass validation and exercise the scheduler, allocator and controllers. Everything is drawn from a
 ``random.Random`` so that one integer seed names one input exactly.
 """
 
@@ -85,6 +87,21 @@ VALUES: tuple[Callable[[random.Random, Any], Any], ...] = (
 )
 
 
+def _plausible(rnd: random.Random, value: Any, doc: Obj) -> Any:
+    """A change of the same type, so that the input often passes validation and runs deeper:
+    another small number, another string from the same object, a shorter list."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return rnd.choice([0, 1, 2, 3, 8, 100, value + 1, value - 1])
+    if isinstance(value, str):
+        strings = [v for c, k in _slots(doc) if isinstance(v := c[k], str)]
+        return rnd.choice(strings) if strings else value
+    if isinstance(value, list):
+        return value[: rnd.randrange(len(value) + 1)]
+    return value
+
+
 def mutate(docs: tuple[Obj, ...], rnd: random.Random, count: int) -> list[Obj]:
     """``count`` random breakages of a deep copy of ``docs``."""
     out = copy.deepcopy(list(docs))
@@ -99,6 +116,8 @@ def mutate(docs: tuple[Obj, ...], rnd: random.Random, count: int) -> list[Obj]:
             del container[key]
         elif action < 0.2 and isinstance(container, list):
             container.append(copy.deepcopy(container[key]))
+        elif action < 0.45:
+            container[key] = _plausible(rnd, container[key], doc)
         else:
             container[key] = rnd.choice(VALUES)(rnd, container[key])
     return out

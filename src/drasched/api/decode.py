@@ -39,7 +39,7 @@ what Python's recursive copy and serialisation handle."""
 MAX_ERRORS = 10
 """Report at most this many type errors for one object."""
 
-_CRD_GROUPS = {kinds.DRASCHED}
+_CRD_GROUPS = {kinds.DRASCHED, kinds.JOB_SET.group}
 
 
 def json_type(value: Any) -> str:

@@ -12,12 +12,23 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Any
 
-import msgspec
 import msgspec.inspect as mi
 
-from drasched.api import kinds, models, resource
+from drasched.api import kinds, models, resource, workload_shapes
+from drasched.api.decode_views import (
+    INT32_MAX,
+    Affinity,
+    Condition,
+    ConfigMap,
+    ContainerClaim,
+    ContainerStatus,
+    Int32,
+    Lease,
+    PodDisruptionBudget,
+    ServiceAccount,
+)
 from drasched.api.kinds import ResourceType
 from drasched.api.models import View
 
@@ -39,137 +50,6 @@ class Shape:
 
 ANY = Shape("any", nullable=True)
 
-INT32_MAX = 2**31 - 1
-Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=INT32_MAX)]
-"""A Go int32 field (``format: int32`` in a CRD)."""
-
-
-# ---- decode-only refinements of fields the views keep as Any ---------------------------------
-
-
-class LabelSelectorRequirement(View):
-    key: str = ""
-    operator: str = ""
-    values: list[str] = []
-
-
-class LabelSelector(View):
-    match_labels: dict[str, str] = {}
-    match_expressions: list[LabelSelectorRequirement] = []
-
-
-class PreferredSchedulingTerm(View):
-    weight: int = 0
-    preference: resource.NodeSelectorTerm = msgspec.field(default_factory=resource.NodeSelectorTerm)
-
-
-class NodeAffinity(View):
-    required_during_scheduling_ignored_during_execution: resource.NodeSelector | None = None
-    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = []
-
-
-class PodAffinityTerm(View):
-    label_selector: LabelSelector | None = None
-    namespaces: list[str] = []
-    topology_key: str = ""
-    namespace_selector: LabelSelector | None = None
-
-
-class WeightedPodAffinityTerm(View):
-    weight: int = 0
-    pod_affinity_term: PodAffinityTerm = msgspec.field(default_factory=PodAffinityTerm)
-
-
-class PodAffinity(View):
-    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = []
-    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = []
-
-
-class Affinity(View):
-    node_affinity: NodeAffinity | None = None
-    pod_affinity: PodAffinity | None = None
-    pod_anti_affinity: PodAffinity | None = None
-
-
-class ContainerState(View):
-    waiting: dict[str, Any] | None = None
-    running: dict[str, Any] | None = None
-    terminated: dict[str, Any] | None = None
-
-
-class ContainerStatus(View):
-    name: str = ""
-    ready: bool = False
-    started: bool | None = None
-    restart_count: int = 0
-    image: str = ""
-    state: ContainerState | None = None
-    last_state: ContainerState | None = None
-
-
-class Condition(View):
-    type: str = ""
-    status: str = ""
-    reason: str = ""
-    message: str = ""
-    last_transition_time: str | None = None
-
-
-class ContainerClaim(View):
-    name: str = ""
-    request: str = ""
-
-
-# ---- kinds without a view elsewhere ------------------------------------------------------------
-
-
-class ConfigMap(View):
-    """ConfigMap ``data`` values are strings; a YAML alias tree is not one."""
-
-    metadata: models.ObjectMeta = msgspec.field(default_factory=models.ObjectMeta)
-    data: dict[str, str] = {}
-    binary_data: dict[str, str] = {}
-    immutable: bool | None = None
-
-
-class ServiceAccount(View):
-    metadata: models.ObjectMeta = msgspec.field(default_factory=models.ObjectMeta)
-
-
-class LeaseSpec(View):
-    holder_identity: str | None = None
-    lease_duration_seconds: int | None = None
-    acquire_time: str | None = None
-    renew_time: str | None = None
-    lease_transitions: int | None = None
-
-
-class Lease(View):
-    metadata: models.ObjectMeta = msgspec.field(default_factory=models.ObjectMeta)
-    spec: LeaseSpec = msgspec.field(default_factory=LeaseSpec)
-
-
-class PodDisruptionBudgetSpec(View):
-    min_available: int | str | None = None
-    max_unavailable: int | str | None = None
-    selector: LabelSelector | None = None
-    unhealthy_pod_eviction_policy: str | None = None
-
-
-class PodDisruptionBudgetStatus(View):
-    observed_generation: int = 0
-    disrupted_pods: dict[str, str] = {}
-    disruptions_allowed: int = 0
-    current_healthy: int = 0
-    desired_healthy: int = 0
-    expected_pods: int = 0
-    conditions: list[Condition] = []
-
-
-class PodDisruptionBudget(View):
-    metadata: models.ObjectMeta = msgspec.field(default_factory=models.ObjectMeta)
-    spec: PodDisruptionBudgetSpec = msgspec.field(default_factory=PodDisruptionBudgetSpec)
-    status: PodDisruptionBudgetStatus = msgspec.field(default_factory=PodDisruptionBudgetStatus)
 
 
 VIEW_OF: dict[ResourceType, type[View]] = {
@@ -189,6 +69,11 @@ VIEW_OF: dict[ResourceType, type[View]] = {
     kinds.QUEUE: models.Queue,
     kinds.POD_GROUP: models.PodGroup,
     kinds.BIND_REQUEST: models.BindRequest,
+    kinds.JOB: workload_shapes.Job,
+    kinds.DEPLOYMENT: workload_shapes.Deployment,
+    kinds.REPLICA_SET: workload_shapes.ReplicaSet,
+    kinds.STATEFUL_SET: workload_shapes.StatefulSet,
+    kinds.JOB_SET: workload_shapes.JobSet,
 }
 """The view whose fields give each kind's shape."""
 

@@ -213,3 +213,18 @@ def test_every_shipped_example_and_scenario_object_decodes() -> None:
         except (BadRequest, Invalid) as exc:
             refused.append(f"{source}: {exc.message}")
     assert refused == []
+
+
+def test_workload_kinds_are_decoded_with_their_pod_template() -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "default"},
+           "spec": {"podFailurePolicy": {"rules": [{"action": "Ignore", "onExitCodes": {"operator": "In",
+                                                                                         "values": [[1]]}}]},
+                    "template": {"spec": {"containers": "busybox"}}}}
+    with pytest.raises(BadRequest) as err:
+        decode_object(job)
+    assert {c.field for c in err.value.causes} == {"spec.podFailurePolicy.rules[0].onExitCodes.values[0]",
+                                                    "spec.template.spec.containers"}
+    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js"},
+              "spec": {"replicatedJobs": [{"name": "w", "replicas": "two"}]}}
+    with pytest.raises(Invalid, match=r"spec.replicatedJobs\[0\].replicas in body must be of type integer"):
+        decode_object(jobset)
