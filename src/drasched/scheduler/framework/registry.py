@@ -137,8 +137,12 @@ def load_spec(module: str) -> PluginSpec:
             if spec is None or spec.loader is None or not path.is_file():
                 raise PluginLoadError(f"no Python file at {path}")
             mod = importlib.util.module_from_spec(spec)
-            sys.modules[name] = mod
-            spec.loader.exec_module(mod)
+            sys.modules[name] = mod  # dataclasses and pickling look the module up by name
+            try:
+                spec.loader.exec_module(mod)
+            except BaseException:
+                del sys.modules[name]
+                raise
         else:
             mod = importlib.import_module(module)
     except PluginLoadError:
