@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from drasched.api.errors import ApiError
+from drasched.api import kinds
+from drasched.api.errors import ApiError, NotFound
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time
+from drasched.serve.eventcorrelator import EventCorrelator
 from drasched.serve.metrics import Metrics
 from drasched.store.base import ClusterStore
 from drasched.store.informer import CachedReads, InformedStore, SharedInformers, shared_informers
@@ -32,6 +34,7 @@ class EventWriter:
     def __init__(self, store: ClusterStore, writers: int = 2, queue_size: int = 10_000) -> None:
         self.store = store
         self._queue: queue.Queue[Obj | None] = queue.Queue(queue_size)
+        self.correlator = EventCorrelator()
         self._threads = [threading.Thread(target=self._run, name=f"events-{i}", daemon=True) for i in range(writers)]
         for t in self._threads:
             t.start()
@@ -49,9 +52,26 @@ class EventWriter:
             try:
                 if ev is None:
                     return
-                create_event(self.store, ev)
+                self._write(ev)
             finally:
                 self._queue.task_done()
+
+    def _write(self, ev: Obj) -> None:
+        """Create the Event, or count one more of an Event already written (client-go's correlator)."""
+        c = self.correlator.correlate(ev)
+        if c.patch is not None:
+            try:
+                self.store.patch(kinds.EVENT, c.name, c.namespace, c.patch)
+                return
+            except NotFound:  # expired by the server's event TTL: write it anew
+                self.correlator.forget(ev)
+            except ApiError as exc:
+                log.warning("could not update event %s on %s: %s", ev.get("reason"),
+                            (ev.get("involvedObject") or {}).get("name"), exc)
+                return
+        stored = create_event(self.store, ev)
+        if stored is not None:
+            self.correlator.created(ev, stored)
 
     def flush(self) -> None:
         """Wait until every queued Event is written."""
@@ -65,12 +85,14 @@ class EventWriter:
             t.join(30)
 
 
-def create_event(store: ClusterStore, ev: Obj) -> None:
+def create_event(store: ClusterStore, ev: Obj) -> Obj | None:
+    """Create ``ev``; the stored Event, or None if the server refused it (logged, not raised)."""
     try:
-        store.create(ev)
+        return store.create(ev)
     except ApiError as exc:  # events are best effort, as in client-go's recorder
         log.warning("could not record event %s on %s: %s", ev.get("reason"),
                     (ev.get("involvedObject") or {}).get("name"), exc)
+        return None
 
 
 @dataclass

@@ -1,0 +1,61 @@
+"""Repeated Events are counted on one Event, as client-go's EventCorrelator counts them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drasched.api import kinds
+from drasched.serve.eventcorrelator import EventCorrelator
+from drasched.serve.live import EventWriter
+from drasched.store.memory import MemoryStore
+
+
+def _event(message: str, ts: str, name: str = "p") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Event", "metadata": {"generateName": f"{name}.", "namespace": "default"},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": "default", "uid": "u1"},
+            "type": "Warning", "reason": "FailedScheduling", "message": message,
+            "source": {"component": "drasched"}, "firstTimestamp": ts, "lastTimestamp": ts, "count": 1}
+
+
+def _store() -> MemoryStore:
+    s = MemoryStore()
+    s.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    return s
+
+
+def test_the_same_event_again_counts_on_the_first_one() -> None:
+    store = _store()
+    w = EventWriter(store)
+    for i in range(3):
+        w.put(_event("0/2 nodes are available: 2 Insufficient cpu.", f"2026-01-01T00:00:0{i}Z"))
+        w.flush()
+    w.put(_event("0/2 nodes are available: 1 Insufficient cpu.", "2026-01-01T00:00:05Z"))
+    w.close()
+    events = sorted(store.list(kinds.EVENT, "default").items, key=lambda e: e["message"])
+    assert [(e["message"][:27], e["count"]) for e in events] == [("0/2 nodes are available: 1 ", 1),
+                                                                  ("0/2 nodes are available: 2 ", 3)]
+    counted = events[1]
+    assert (counted["firstTimestamp"], counted["lastTimestamp"]) == ("2026-01-01T00:00:00Z", "2026-01-01T00:00:02Z")
+
+
+def test_an_event_gone_from_the_server_is_written_anew() -> None:
+    store = _store()
+    w = EventWriter(store)
+    w.put(_event("m", "2026-01-01T00:00:00Z"))
+    w.flush()
+    (ev,) = store.list(kinds.EVENT, "default").items
+    store.delete(kinds.EVENT, ev["metadata"]["name"], "default")  # the server's event TTL
+    w.put(_event("m", "2026-01-01T01:00:00Z"))
+    w.close()
+    (again,) = store.list(kinds.EVENT, "default").items
+    assert again["count"] == 1 and again["metadata"]["name"] != ev["metadata"]["name"]
+
+
+def test_the_cache_keeps_the_most_recent_keys() -> None:
+    c = EventCorrelator(max_keys=2)
+    for name in ("a", "b", "c"):
+        ev = _event("m", "t", name)
+        c.created(ev, {"metadata": {"namespace": "default", "name": f"{name}.1"}, "count": 1})
+    assert c.correlate(_event("m", "t", "a")).patch is None  # evicted: created anew
+    again = c.correlate(_event("m", "t2", "c"))
+    assert (again.name, again.patch) == ("c.1", {"count": 2, "lastTimestamp": "t2"})
