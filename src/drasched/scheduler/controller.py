@@ -63,8 +63,13 @@ class SchedulerController:
 
     def __init__(self, config: SchedulerConfig | None = None, *, claim_wait_grace: float | None = None,
                  write_workers: int = 1, idle_cycle_period: float | None = None,
-                 claims_queued: Callable[[str], bool] | None = None, config_map_modules: bool = True) -> None:
+                 claims_queued: Callable[[str], bool] | None = None, config_map_modules: bool = True,
+                 allocation_wall_time: float | None = None) -> None:
         self.config_map_modules = config_map_modules
+        self.allocation_wall_time = allocation_wall_time
+        """``drasched serve``: seconds one device allocation search may run on top of its step
+        budget, so no input stalls a live scheduler; embedded: None, the steps alone decide and
+        a run gives the same answer on any machine."""
         """Whether the ConfigMap may load plugin modules the configuration file does not name
         (``drasched serve``: no, importing a module runs its code; embedded: yes)."""
         self.claim_wait_grace = claim_wait_grace
@@ -89,7 +94,7 @@ class SchedulerController:
         self.base_config = config or SchedulerConfig.embedded()
         self.config = self.base_config
         self.cache = SchedulerCache()
-        self.builder = SnapshotBuilder(self.config)
+        self.builder = SnapshotBuilder(self.config, allocation_wall_time=allocation_wall_time)
         self._config_rv: str | None = None
         self.last: CycleResult | None = None
         self.cycles = 0
@@ -154,7 +159,7 @@ class SchedulerController:
                 ctx.event(cm, "Warning", "InvalidConfiguration", f"{exc}; using the defaults")
                 ctx.decide(self.name, "config", cm, str(exc))
         self.config = config
-        self.builder = SnapshotBuilder(config)
+        self.builder = SnapshotBuilder(config, allocation_wall_time=self.allocation_wall_time)
 
     # ------------------------------------------------------------------ writes
 

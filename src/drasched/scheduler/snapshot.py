@@ -148,8 +148,10 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 class SnapshotBuilder:
     """Builds snapshots from a cache, re-parsing only pods whose resourceVersion changed."""
 
-    def __init__(self, config: SchedulerConfig) -> None:
+    def __init__(self, config: SchedulerConfig, *, allocation_wall_time: float | None = None) -> None:
         self.config = config
+        self.allocation_wall_time = allocation_wall_time
+        """Seconds one allocation search may take on top of its step budget (serve; None: steps only)."""
         self.profile = Profile.from_config(config)
         self._pods: dict[str, tuple[str, PodInfo]] = {}
         self._class_memo = ClassMatchMemo()
@@ -205,7 +207,8 @@ class SnapshotBuilder:
         claims: dict[str, ClaimInfo] = {}
         state = AllocatedState()
         slices = cache.objects(kinds.RESOURCE_SLICE)
-        allocator = Allocator(classes, (), state, index=self._pool_index(cache), selector_cache=self._selectors)
+        allocator = Allocator(classes, (), state, index=self._pool_index(cache), selector_cache=self._selectors,
+                              wall_time_limit=self.allocation_wall_time)
         accounting.devices = allocator.index.devices_by_id
         for key, obj in cache.objects(kinds.RESOURCE_CLAIM).items():
             info = build_claim_info(key, obj, assumed_alloc.get(key), assumed_res.get(key, []), accounting)

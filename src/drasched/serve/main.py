@@ -48,7 +48,8 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
     # In a cluster only pods naming drasched are ours (the config's schedulerNames), unlike simulate.
     controllers += [SchedulerController(load_config(config_path), claim_wait_grace=CLAIM_WAIT_GRACE,
                                         write_workers=WRITE_WORKERS, idle_cycle_period=IDLE_CYCLE_PERIOD,
-                                        claims_queued=queued, config_map_modules=False),
+                                        claims_queued=queued, config_map_modules=False,
+                                        allocation_wall_time=ALLOCATION_WALL_TIME),
                     BinderController(workers=BIND_WORKERS)]
     return controllers
 
@@ -67,6 +68,10 @@ CLAIM_BATCH = 250
 
 IDLE_CYCLE_PERIOD = 5.0
 """Seconds between cycles while no pod waits to be placed (see ``SchedulerController``)."""
+
+ALLOCATION_WALL_TIME = 10.0
+"""Seconds one device allocation search may run before it gives up, on top of its step budget
+(kube-scheduler's DRA filter has the same 10 s default)."""
 
 CLAIM_WAIT_GRACE = 30.0
 """Seconds a new pod may wait for its template claims before the scheduler says so (see

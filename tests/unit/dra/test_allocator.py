@@ -619,3 +619,12 @@ def test_results_are_deterministic() -> None:
     for _ in range(3):
         assert alloc_for([s]).allocate(N1, [c]).allocations == first
     assert names(first[0]) == ["gpu-0", "gpu-4", "gpu-8", "gpu-12"]
+
+
+def test_only_serve_adds_a_wall_clock_to_the_step_budget() -> None:
+    from drasched.scheduler.controller import SchedulerController
+    from drasched.serve.main import ALLOCATION_WALL_TIME, build_controllers
+
+    (served,) = [c for c in build_controllers() if isinstance(c, SchedulerController)]
+    assert served.builder.allocation_wall_time == ALLOCATION_WALL_TIME == 10.0
+    assert SchedulerController().builder.allocation_wall_time is None  # embedded: steps alone
