@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec.inspect as mi
 
-from drasched.api import kinds, models, resource, workload_shapes
+from drasched.api import models, resource, workload_shapes
 from drasched.api.decode_views import (
     INT32_MAX,
     Affinity,
@@ -52,30 +52,31 @@ ANY = Shape("any", nullable=True)
 
 
 
-VIEW_OF: dict[ResourceType, type[View]] = {
-    kinds.POD: models.Pod,
-    kinds.NODE: models.Node,
-    kinds.NAMESPACE: models.Namespace,
-    kinds.EVENT: models.Event,
-    kinds.SERVICE_ACCOUNT: ServiceAccount,
-    kinds.CONFIG_MAP: ConfigMap,
-    kinds.PRIORITY_CLASS: models.PriorityClass,
-    kinds.LEASE: Lease,
-    kinds.POD_DISRUPTION_BUDGET: PodDisruptionBudget,
-    kinds.DEVICE_CLASS: resource.DeviceClass,
-    kinds.RESOURCE_CLAIM: resource.ResourceClaim,
-    kinds.RESOURCE_CLAIM_TEMPLATE: resource.ResourceClaimTemplate,
-    kinds.RESOURCE_SLICE: resource.ResourceSlice,
-    kinds.QUEUE: models.Queue,
-    kinds.POD_GROUP: models.PodGroup,
-    kinds.BIND_REQUEST: models.BindRequest,
-    kinds.JOB: workload_shapes.Job,
-    kinds.DEPLOYMENT: workload_shapes.Deployment,
-    kinds.REPLICA_SET: workload_shapes.ReplicaSet,
-    kinds.STATEFUL_SET: workload_shapes.StatefulSet,
-    kinds.JOB_SET: workload_shapes.JobSet,
+VIEW_OF: dict[str, type[View]] = {
+    "Pod": models.Pod,
+    "Node": models.Node,
+    "Namespace": models.Namespace,
+    "Event": models.Event,
+    "ServiceAccount": ServiceAccount,
+    "ConfigMap": ConfigMap,
+    "PriorityClass": models.PriorityClass,
+    "Lease": Lease,
+    "PodDisruptionBudget": PodDisruptionBudget,
+    "DeviceClass": resource.DeviceClass,
+    "ResourceClaim": resource.ResourceClaim,
+    "ResourceClaimTemplate": resource.ResourceClaimTemplate,
+    "ResourceSlice": resource.ResourceSlice,
+    "Queue": models.Queue,
+    "PodGroup": models.PodGroup,
+    "BindRequest": models.BindRequest,
+    "Job": workload_shapes.Job,
+    "Deployment": workload_shapes.Deployment,
+    "ReplicaSet": workload_shapes.ReplicaSet,
+    "StatefulSet": workload_shapes.StatefulSet,
+    "JobSet": workload_shapes.JobSet,
+    "LeaderWorkerSet": workload_shapes.LeaderWorkerSet,
 }
-"""The view whose fields give each kind's shape."""
+"""The view whose fields give each kind's shape, by kind (each kind has one API version)."""
 
 SHAPE_OVERRIDES: dict[tuple[type[View], str], Any] = {
     (models.PodSpec, "priority"): Int32 | None,
@@ -146,5 +147,5 @@ def _override(cls: type[View], name: str) -> Any:
 
 def shape_for(rt: ResourceType) -> Shape:
     """The shape of a whole object of kind ``rt`` (``any`` for a kind without a view)."""
-    view = VIEW_OF.get(rt)
+    view = VIEW_OF.get(rt.kind)
     return struct_shape(view) if view is not None else ANY

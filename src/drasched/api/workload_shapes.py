@@ -1,9 +1,10 @@
 """Decode-only views of the workload kinds the embedded controllers read: batch/v1 Job,
-apps/v1 Deployment, ReplicaSet and StatefulSet, and jobset.x-k8s.io/v1alpha2 JobSet.
+apps/v1 Deployment, ReplicaSet and StatefulSet, jobset.x-k8s.io/v1alpha2 JobSet and
+leaderworkerset.x-k8s.io/v1 LeaderWorkerSet.
 
 Only their JSON types matter here (field names and Go types from k8s.io/api batch/v1 and
-apps/v1 ``types.go`` and sigs.k8s.io/jobset ``jobset_types.go``); the controllers keep
-reading wire-form dicts. A pod template's spec has the Pod's shape.
+apps/v1 ``types.go``, sigs.k8s.io/jobset ``jobset_types.go`` and sigs.k8s.io/lws
+``leaderworkerset_types.go``); the controllers keep reading wire-form dicts. A pod template's spec has the Pod's shape.
 """
 
 from __future__ import annotations
@@ -275,3 +276,56 @@ class JobSet(View):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: JobSetSpec = msgspec.field(default_factory=JobSetSpec)
     status: JobSetStatus = msgspec.field(default_factory=JobSetStatus)
+
+
+# ---- leaderworkerset.x-k8s.io/v1 LeaderWorkerSet (a CRD) -------------------------------------------
+
+
+class SubGroupPolicy(View):
+    sub_group_policy_type: str | None = None
+    sub_group_size: Int32 | None = None
+
+
+class LeaderWorkerTemplate(View):
+    leader_template: PodTemplateSpec | None = None
+    worker_template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
+    size: Int32 | None = None
+    restart_policy: str = ""
+    sub_group_policy: SubGroupPolicy | None = None
+
+
+class RollingUpdateConfiguration(View):
+    partition: Int32 | None = None
+    max_unavailable: IntOrString | None = None
+    max_surge: IntOrString | None = None
+
+
+class RolloutStrategy(View):
+    type: str = ""
+    rolling_update_configuration: RollingUpdateConfiguration | None = None
+
+
+class NetworkConfig(View):
+    subdomain_policy: str | None = None
+
+
+class LeaderWorkerSetSpec(View):
+    replicas: Int32 | None = None
+    leader_worker_template: LeaderWorkerTemplate = msgspec.field(default_factory=LeaderWorkerTemplate)
+    rollout_strategy: RolloutStrategy | None = None
+    startup_policy: str = ""
+    network_config: NetworkConfig | None = None
+
+
+class LeaderWorkerSetStatus(View):
+    conditions: list[Condition] = []
+    ready_replicas: Int32 = 0
+    updated_replicas: Int32 = 0
+    replicas: Int32 = 0
+    hpa_pod_selector: str = ""
+
+
+class LeaderWorkerSet(View):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: LeaderWorkerSetSpec = msgspec.field(default_factory=LeaderWorkerSetSpec)
+    status: LeaderWorkerSetStatus = msgspec.field(default_factory=LeaderWorkerSetStatus)

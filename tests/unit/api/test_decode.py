@@ -228,3 +228,9 @@ def test_workload_kinds_are_decoded_with_their_pod_template() -> None:
               "spec": {"replicatedJobs": [{"name": "w", "replicas": "two"}]}}
     with pytest.raises(Invalid, match=r"spec.replicatedJobs\[0\].replicas in body must be of type integer"):
         decode_object(jobset)
+
+
+def test_every_kind_drasched_serves_has_a_decode_shape() -> None:
+    from drasched.api.shapes import VIEW_OF
+
+    assert [rt.kind for rt in kinds.ALL if rt.kind not in VIEW_OF] == []
