@@ -66,6 +66,7 @@ DEPLOYMENT = ResourceType("apps", "v1", "Deployment", "deployments", True)
 REPLICA_SET = ResourceType("apps", "v1", "ReplicaSet", "replicasets", True)
 STATEFUL_SET = ResourceType("apps", "v1", "StatefulSet", "statefulsets", True)
 JOB_SET = ResourceType("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets", True)
+LEADER_WORKER_SET = ResourceType("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets", True)
 
 ALL: tuple[ResourceType, ...] = (
     NAMESPACE,
@@ -79,6 +80,7 @@ ALL: tuple[ResourceType, ...] = (
     RESOURCE_CLAIM_TEMPLATE,
     RESOURCE_CLAIM,
     POD_GROUP,
+    LEADER_WORKER_SET,
     JOB_SET,
     DEPLOYMENT,
     REPLICA_SET,

@@ -89,7 +89,24 @@ def _job_set(obj: Obj) -> None:
                 pod_spec.setdefault("restartPolicy", "OnFailure")
 
 
+def _leader_worker_set(obj: Obj) -> None:
+    """The LeaderWorkerSet webhook's defaults (``leaderworkerset_webhook.go`` Default)."""
+    spec = obj["spec"]
+    spec.setdefault("replicas", 1)
+    template = spec.setdefault("leaderWorkerTemplate", {})
+    if isinstance(template, dict):
+        template.setdefault("size", 1)
+        template.setdefault("restartPolicy", "RecreateGroupOnPodRestart")
+    spec.setdefault("startupPolicy", "LeaderCreated")
+    rollout = spec.setdefault("rolloutStrategy", {})
+    if isinstance(rollout, dict):
+        rollout.setdefault("type", "RollingUpdate")
+        rollout.setdefault("rollingUpdateConfiguration", {"maxUnavailable": 1, "maxSurge": 0})
+    spec.setdefault("networkConfig", {"subdomainPolicy": "Shared"})
+
+
 WORKLOAD_DEFAULTS: dict[str, Callable[[Obj], None]] = {
+    "LeaderWorkerSet": _leader_worker_set,
     "JobSet": _job_set,
     "Job": _job,
     "Deployment": _deployment,

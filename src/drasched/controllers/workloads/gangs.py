@@ -10,6 +10,9 @@ the scheduler sees it (it runs earlier in every round).
 * **Job** (``batch/v1``): minMember = ``parallelism`` (at most ``completions``).
 * **JobSet** (``jobset.x-k8s.io``): one PodGroup for all its Jobs' pods, minMember = the sum
   over replicated Jobs of ``replicas`` x the Job's gang (every pod that must start together).
+* **LeaderWorkerSet**: one PodGroup per group (leader and workers), ``<lws>-<group>``, minMember =
+  ``leaderWorkerTemplate.size``; with the ``leaderworkerset.sigs.k8s.io/exclusive-topology: <key>``
+  annotation the group must land in one domain of that key (``requiredTopologyKey``).
 * **Deployment** (through its ReplicaSet), **ReplicaSet**, **StatefulSet**: no gang unless the
   workload is annotated ``drasched.io/gang-min-member: "<n>"`` (then minMember n). A StatefulSet
   needs ``podManagementPolicy: Parallel`` for it (OrderedReady makes one pod at a time, so a
@@ -46,7 +49,9 @@ CONFIG_MAP_KEY = "kube-system/drasched-scheduler"
 POD_GROUP_LABEL = "drasched.io/pod-group"
 QUEUE_LABEL = "drasched.io/queue"
 GANG_MIN_MEMBER_ANNOTATION = "drasched.io/gang-min-member"
-GROUPED_KINDS = ("Job", "JobSet", "Deployment", "ReplicaSet", "StatefulSet")
+LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
+LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+GROUPED_KINDS = ("Job", "JobSet", "LeaderWorkerSet", "Deployment", "ReplicaSet", "StatefulSet")
 
 
 class ConfigError(ValueError):
@@ -85,10 +90,14 @@ class GangSpec:
 
     workload: Obj
     min_member: int
+    group_name: str | None = None
+    """The PodGroup's name when it is not the workload's (a LeaderWorkerSet's ``<lws>-<group>``)."""
+    topology_key: str | None = None
+    """A topology key every pod of the gang must share (``requiredTopologyKey``)."""
 
     @property
     def name(self) -> str:
-        return str(md(self.workload).get("name"))
+        return self.group_name or str(md(self.workload).get("name"))
 
     def pod_group(self) -> Obj:
         template_spec = spec_of(pod_template_of(self.workload))
@@ -98,6 +107,8 @@ class GangSpec:
             spec["queue"] = queue
         if template_spec.get("priorityClassName"):
             spec["priorityClassName"] = template_spec["priorityClassName"]
+        if self.topology_key:
+            spec["topologyConstraint"] = {"requiredTopologyKey": self.topology_key}
         return {"apiVersion": kinds.POD_GROUP.api_version, "kind": "PodGroup",
                 "metadata": {"name": self.name, "namespace": md(self.workload).get("namespace") or "default",
                              "ownerReferences": [owner_reference(self.workload)]},
@@ -106,6 +117,9 @@ class GangSpec:
 
 def pod_template_of(workload: Obj) -> Obj:
     """The workload's pod template (a JobSet's: its first replicated Job's)."""
+    if workload.get("kind") == "LeaderWorkerSet":
+        lwt = spec_of(workload).get("leaderWorkerTemplate") or {}
+        return lwt.get("workerTemplate") or lwt.get("leaderTemplate") or {}
     if workload.get("kind") == "JobSet":
         rjobs = spec_of(workload).get("replicatedJobs") or [{}]
         return spec_of((rjobs[0] or {}).get("template") or {}).get("template") or {}
@@ -138,7 +152,8 @@ def annotated_gang(workload: Obj) -> int | None:
 
 
 _OWNER_KINDS: dict[str, ResourceType] = {
-    "Job": kinds.JOB, "JobSet": kinds.JOB_SET, "ReplicaSet": kinds.REPLICA_SET, "Deployment": kinds.DEPLOYMENT,
+    "Job": kinds.JOB, "JobSet": kinds.JOB_SET, "LeaderWorkerSet": kinds.LEADER_WORKER_SET,
+    "ReplicaSet": kinds.REPLICA_SET, "Deployment": kinds.DEPLOYMENT,
     "StatefulSet": kinds.STATEFUL_SET,
 }
 
@@ -186,6 +201,8 @@ class ImplicitGangController:
         if owner is None:
             return None
         kind = owner.get("kind")
+        if kind == "LeaderWorkerSet":
+            return self._lws_gang(owner, pod) if self.settings.on("LeaderWorkerSet") else None
         if kind == "Job":
             jobset = self._controller_of(owner, ns)
             if jobset is not None and jobset.get("kind") == "JobSet":
@@ -205,6 +222,20 @@ class ImplicitGangController:
                        "StatefulSet pods needs podManagementPolicy: Parallel (OrderedReady creates them one by one)")
             return None
         return GangSpec(owner, size)
+
+    def _lws_gang(self, lws: Obj, pod: Obj) -> GangSpec | None:
+        """One gang per leader and its workers: ``<lws>-<group>``, minMember = the group size."""
+        group = (md(pod).get("labels") or {}).get(LWS_GROUP_INDEX)
+        if group is None:
+            return None
+        spec = spec_of(lws)
+        if spec.get("startupPolicy") == "LeaderReady":
+            self._warn(lws, "GangNeedsLeaderCreated", "no implicit gang: startupPolicy LeaderReady makes the "
+                       "workers only once the leader runs, so a gang of the group would never start")
+            return None
+        size = int((spec.get("leaderWorkerTemplate") or {}).get("size", 1))
+        topology = (md(lws).get("annotations") or {}).get(LWS_EXCLUSIVE_TOPOLOGY)
+        return GangSpec(lws, size, group_name=f"{md(lws).get('name')}-{group}", topology_key=topology)
 
     def _controller_of(self, obj: Obj, ns: str | None) -> Obj | None:
         for ref in md(obj).get("ownerReferences") or []:

@@ -13,8 +13,9 @@ def workload_controllers(gangs: ImplicitGangs | None = None) -> list[Controller]
     from drasched.controllers.workloads.gangs import ImplicitGangController
     from drasched.controllers.workloads.job import JobController
     from drasched.controllers.workloads.jobset import JobSetController
+    from drasched.controllers.workloads.leaderworkerset import LeaderWorkerSetController
     from drasched.controllers.workloads.replicaset import ReplicaSetController
     from drasched.controllers.workloads.statefulset import StatefulSetController
 
     return [DeploymentController(), ReplicaSetController(), StatefulSetController(), JobSetController(),
-            JobController(), ImplicitGangController(gangs)]
+            JobController(), LeaderWorkerSetController(), ImplicitGangController(gangs)]

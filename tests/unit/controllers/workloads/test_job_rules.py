@@ -122,3 +122,10 @@ def test_jobset_job_key_is_sha1_of_namespace_and_name() -> None:
 
     assert job_key("default", "a-b-0") == hashlib.sha1(b"default/a-b-0").hexdigest()
     assert job_key("default", "a-b-0") != job_key("other", "a-b-0")
+
+
+def test_lws_defaults_as_its_webhook_fills_them() -> None:
+    lws: dict = {"spec": {"leaderWorkerTemplate": {"workerTemplate": {}}}}
+    WORKLOAD_DEFAULTS["LeaderWorkerSet"](lws)
+    assert lws["spec"]["replicas"] == 1 and lws["spec"]["startupPolicy"] == "LeaderCreated"
+    assert lws["spec"]["leaderWorkerTemplate"]["size"] == 1
