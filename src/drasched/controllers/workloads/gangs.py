@@ -13,6 +13,10 @@ the scheduler sees it (it runs earlier in every round).
 * **LeaderWorkerSet**: one PodGroup per group (leader and workers), ``<lws>-<group>``, minMember =
   ``leaderWorkerTemplate.size``; with the ``leaderworkerset.sigs.k8s.io/exclusive-topology: <key>``
   annotation the group must land in one domain of that key (``requiredTopologyKey``).
+* **Kubeflow PyTorchJob / MPIJob** (pods labelled ``training.kubeflow.org/job-name`` and
+  controlled by one): one PodGroup named after the job, minMember = its pods present when the
+  PodGroup is made (an embedded run has them all from the start), queue and priority class from
+  the pod.
 * **Deployment** (through its ReplicaSet), **ReplicaSet**, **StatefulSet**: no gang unless the
   workload is annotated ``drasched.io/gang-min-member: "<n>"`` (then minMember n). A StatefulSet
   needs ``podManagementPolicy: Parallel`` for it (OrderedReady makes one pod at a time, so a
@@ -51,7 +55,10 @@ QUEUE_LABEL = "drasched.io/queue"
 GANG_MIN_MEMBER_ANNOTATION = "drasched.io/gang-min-member"
 LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
 LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
-GROUPED_KINDS = ("Job", "JobSet", "LeaderWorkerSet", "Deployment", "ReplicaSet", "StatefulSet")
+GROUPED_KINDS = ("Job", "JobSet", "LeaderWorkerSet", "PyTorchJob", "MPIJob", "Deployment", "ReplicaSet",
+                 "StatefulSet")
+KUBEFLOW_JOB_NAME = "training.kubeflow.org/job-name"
+KUBEFLOW_KINDS = ("PyTorchJob", "MPIJob")
 
 
 class ConfigError(ValueError):
@@ -199,7 +206,7 @@ class ImplicitGangController:
         ns = md(pod).get("namespace")
         owner = self._controller_of(pod, ns)
         if owner is None:
-            return None
+            return self._kubeflow_gang(pod)
         kind = owner.get("kind")
         if kind == "LeaderWorkerSet":
             return self._lws_gang(owner, pod) if self.settings.on("LeaderWorkerSet") else None
@@ -222,6 +229,23 @@ class ImplicitGangController:
                        "StatefulSet pods needs podManagementPolicy: Parallel (OrderedReady creates them one by one)")
             return None
         return GangSpec(owner, size)
+
+    def _kubeflow_gang(self, pod: Obj) -> GangSpec | None:
+        """A Kubeflow PyTorchJob / MPIJob, known by its pods' labels and controller ownerReference:
+        one gang of every pod of the job (master and workers, launcher and workers) seen so far."""
+        job_name = (md(pod).get("labels") or {}).get(KUBEFLOW_JOB_NAME)
+        ref = next((r for r in md(pod).get("ownerReferences") or [] if r.get("controller")), None)
+        if not job_name or ref is None or ref.get("kind") not in KUBEFLOW_KINDS or not self.settings.on(ref["kind"]):
+            return None
+        ns = md(pod).get("namespace")
+        members = [p for p in self.pods.values() if md(p).get("namespace") == ns and controller_uid(p) == ref.get(
+            "uid") and not is_terminal(p)]
+        queue = {k: v for k, v in (md(pod).get("labels") or {}).items() if k == QUEUE_LABEL}
+        priority = {k: v for k, v in spec_of(pod).items() if k == "priorityClassName"}
+        job: Obj = {"apiVersion": ref.get("apiVersion"), "kind": ref["kind"],
+                    "metadata": {"name": ref.get("name"), "namespace": ns, "uid": ref.get("uid"), "labels": queue},
+                    "spec": {"template": {"spec": priority}}}
+        return GangSpec(job, len(members))
 
     def _lws_gang(self, lws: Obj, pod: Obj) -> GangSpec | None:
         """One gang per leader and its workers: ``<lws>-<group>``, minMember = the group size."""
