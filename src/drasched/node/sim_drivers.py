@@ -12,7 +12,9 @@ Keys (all optional; defaults are those of ``drasched driver gpu --mock``): ``cou
 ``migCapable``, ``partitions`` (MIG-like partitions with shared counters), ``shared``
 (``allowMultipleAllocations`` with consumable memory), and ``driver`` (the DRA driver name,
 default ``gpu.drasched.io``). Booleans are ``true``/``false``; a bare ``partitions`` or
-``shared`` means true. Values cannot contain commas.
+``shared`` means true. Values cannot contain commas. ``count`` is at most 128 (what one
+ResourceSlice holds), ``computeCapability`` is ``MAJOR.MINOR`` and ``driverVersion``
+dotted numbers; anything else is refused with the event below, never half-built.
 
 **Why an annotation and not a ``SimulatedDriver`` object.** Every option of the mock
 driver is a scalar, so one ``key=value`` list expresses all of them; the inventory then
