@@ -375,6 +375,24 @@ def test_pool_generation_and_reserved_for_limits_hold_on_status_writes(store: Cl
     assert ("status.reservedFor", "Too many: 300: must have at most 256 items") in causes(caught.value)
 
 
+@pytest.mark.parametrize(("result", "field", "fragment"), [
+    ({"request": "nope"}, "status.allocation.devices.results[0].request",
+     'Invalid value: "nope": must be the name of a request in the claim'),
+    ({"driver": "Bad_Driver"}, "status.allocation.devices.results[0].driver",
+     "a lowercase RFC 1123 subdomain must consist of"),
+    ({"pool": "Pool_A"}, "status.allocation.devices.results[0].pool", "a lowercase RFC 1123 subdomain must consist of"),
+    ({"device": "GPU_0"}, "status.allocation.devices.results[0].device", "a lowercase RFC 1123 label must consist of"),
+], ids=["request", "driver", "pool", "device"])
+def test_an_allocation_result_names_a_request_and_a_well_formed_device(
+        store: ClusterStore, ns: str, result: Obj, field: str, fragment: str) -> None:
+    created = store.create(claim(ns, "c"))
+    allocation = {"devices": {"results": [
+        {"request": "gpu", "driver": DRIVER, "pool": "node-a", "device": "gpu-0", **result}]}}
+    with pytest.raises(Invalid) as caught:
+        store.update_status({**created, "status": {"allocation": allocation}})
+    assert any(f == field and fragment in m for f, m in causes(caught.value)), causes(caught.value)
+
+
 # plugin/pkg/admission/priority/admission.go: admission answers 403, not 422.
 
 

@@ -39,6 +39,7 @@ FIRST_AVAILABLE_MAX = 8
 DEVICE_TAINTS_MAX = 16
 ATTRIBUTES_AND_CAPACITIES_MAX = 32
 RESERVED_FOR_MAX = 256
+ALLOCATION_RESULTS_MAX = 32
 POOL_NAME_MAX = 253
 DEVICE_MAX_ID_LENGTH = 32
 DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH = 64
@@ -308,6 +309,33 @@ def validate_claim_status(obj: Obj) -> list[Cause]:
     if reserved and not status.get("allocation"):
         causes.append(Cause("status.reservedFor", "Forbidden: may not be specified when `allocated` is not set",
                             "FieldValueForbidden"))
+    spec: Any = obj.get("spec")
+    devices: Any = spec.get("devices") if isinstance(spec, dict) else None
+    requests = _list(devices.get("requests")) if isinstance(devices, dict) else []
+    return causes + _check_allocation(status.get("allocation"), _request_names(requests))
+
+
+def _check_allocation(allocation: Any, names: dict[str, set[Any]]) -> list[Cause]:
+    """``validateAllocationResult``: each result names a request of the claim and a well-formed device."""
+    if not isinstance(allocation, dict) or not isinstance(allocation.get("devices"), dict):
+        return []
+    path = "status.allocation.devices"
+    results = _list(allocation["devices"].get("results"))
+    if len(results) > ALLOCATION_RESULTS_MAX:
+        return [too_many(f"{path}.results", len(results), ALLOCATION_RESULTS_MAX)]
+    causes: list[Cause] = []
+    for i, result in _dicts(results):
+        rpath = f"{path}.results[{i}]"
+        causes += _check_request_ref(f"{rpath}.request", result.get("request"), names)
+        causes += check_driver_name(f"{rpath}.driver", result.get("driver"))
+        causes += check_pool_name(f"{rpath}.pool", result.get("pool"))
+        causes += check_label(f"{rpath}.device", result.get("device"))
+    for i, config in _dicts(allocation["devices"].get("config")):
+        source = config.get("source")
+        if not source:
+            causes.append(required(f"{path}.config[{i}].source"))
+        elif source not in ("FromClass", "FromClaim"):
+            causes.append(not_supported(f"{path}.config[{i}].source", source, ["FromClaim", "FromClass"]))
     return causes
 
 
