@@ -72,6 +72,8 @@ _SHARE_NS: Final = uuid.UUID("6f1c1f52-6a5e-4c0e-9d8e-2b7b2d1c6a10")
 #: benchmarks' pathological cases takes under 5,000; a second or less of search on a slow
 #: core); the answer after that is "gave up", whatever the machine's speed.
 DEFAULT_STEP_BUDGET: Final = 20_000
+#: Steps a search over several claims gets before each claim is first tried alone.
+_JOINT_PROBE_STEPS: Final = 1_000
 #: Failed (claim, request, state) positions one search remembers; past that it stops adding.
 _SEARCH_MEMO_LIMIT: Final = 50_000
 
@@ -534,22 +536,44 @@ class Allocator:
 
         budget = _Budget(self.step_budget, None if self.wall_time_limit is None else started + self.wall_time_limit)
         try:
-            hopeless = self._hopeless_alone(plans, np, budget)
-            if hopeless:
-                return AllocationOutcome(False, reasons=hopeless)
-            search = _Search(self, plans, budget)
-            found = search.run()
+            search = self._search(plans, np, budget)
         except _OutOfSteps:
             self.stats["timeouts"] += 1
             return AllocationOutcome(False, reasons=[Reason(ex.TIMED_OUT, details=(budget.describe(),))])
         finally:
             self.stats["search_steps"] += budget.steps
-        if not found:
+        if isinstance(search, list):
+            return AllocationOutcome(False, reasons=search)
+        if not search.found:
             return AllocationOutcome(False, reasons=self._diagnose(plans, np, search.maxed))
         for p in plans:
             allocations[p.index] = self._wire(p, search.results[p.index], node_name)
             new[p.index] = True
         return AllocationOutcome(True, allocations=allocations, newly_allocated=new)
+
+    def _search(self, plans: list[_Plan], np: NodePools, budget: _Budget) -> _Search | list[Reason]:
+        """The search over all the pod's claims, run, or the reasons one claim fails alone.
+
+        A search over several claims that does not settle within a few steps (nearly all do)
+        is put aside while each claim is searched alone, so that a hopeless claim does not
+        make it backtrack through every choice of the claims before it; then it starts again.
+        """
+        if len(plans) > 1:
+            probe = _Budget(min(_JOINT_PROBE_STEPS, budget.limit), budget.deadline)
+            quick = _Search(self, plans, probe)
+            try:
+                quick.run()
+                return quick
+            except _OutOfSteps:
+                quick.undo_all()
+            finally:
+                budget.steps += probe.steps
+            hopeless = self._hopeless_alone(plans, np, budget)
+            if hopeless:
+                return hopeless
+        search = _Search(self, plans, budget)
+        search.run()
+        return search
 
     def _hopeless_alone(self, plans: list[_Plan], np: NodePools, budget: _Budget) -> list[Reason]:
         """Reasons when one claim cannot be allocated even by itself, else ``[]``.
@@ -559,8 +583,6 @@ class Allocator:
         joint search would otherwise backtrack through every choice of the claims before it
         (C(48, 20) ways for a 20-device claim on 48 devices) to learn the same thing.
         """
-        if len(plans) < 2:
-            return []
         for p in plans:
             solo = _Search(self, [p], budget)
             try:
@@ -1163,7 +1185,8 @@ class _Search:
         r = self._slot(0, 0)
         if r is _MAXED:
             self.maxed = True
-        return r is True
+        self.found = r is True
+        return self.found
 
     # -------------------------------------------------------------- recursion
 

@@ -628,3 +628,17 @@ def test_only_serve_adds_a_wall_clock_to_the_step_budget() -> None:
     (served,) = [c for c in build_controllers() if isinstance(c, SchedulerController)]
     assert served.builder.allocation_wall_time == ALLOCATION_WALL_TIME == 10.0
     assert SchedulerController().builder.allocation_wall_time is None  # embedded: steps alone
+
+
+def test_joint_search_that_does_not_settle_tries_each_claim_alone() -> None:
+    # Counting cannot see that the second claim is hopeless (8 distinct colors exist, but
+    # never 8 on one NUMA node); jointly, every choice of the first claim's 20 devices would be
+    # tried under it. After a short probe each claim is searched alone, and the second fails.
+    first = claim("first", exact("gpu", count=20))
+    second = claim("second", exact("gpu", count=8), constraints=[
+        {"distinctAttribute": f"{DRIVER}/color"}, {"matchAttribute": f"{DRIVER}/numa"}])
+    a = alloc_for([gpus("node-1", 48, attrs=_numa_colors)], step_budget=100_000)
+    out = a.allocate(N1, [first, second])
+    assert not out.ok
+    assert [(r.kind, r.claim) for r in out.reasons] == [("constraint", "default/second")]
+    assert a.stats["timeouts"] == 0 and a.stats["search_steps"] < 100_000
