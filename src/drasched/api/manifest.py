@@ -87,6 +87,11 @@ def parse_documents(text: str, source: str) -> list[Loaded]:
                                 f"malformed JSON: {json_error.msg}") from None
         raise ManifestError(f"{source}:{_yaml_where(exc, text)}: malformed YAML: "
                             f"{getattr(exc, 'problem', None) or getattr(exc, 'reason', None) or exc}") from None
+    if "&" in text and "*" in text:  # anchors and aliases: refuse what expands without bound
+        for index, doc in enumerate(raw_docs):
+            problem = _aliasing_problem(doc)
+            if problem:
+                raise ManifestError(f"{source}: document {index}: {problem}")
     out: list[Loaded] = []
     for index, doc in enumerate(raw_docs):
         if doc is None:
@@ -104,6 +109,40 @@ def parse_documents(text: str, source: str) -> list[Loaded]:
             else:
                 out.append(Loaded(item, source, index))
     return out
+
+
+MAX_EXPANDED_NODES = 1_000_000
+"""Values a document may hold once its YAML aliases are expanded (as kubectl's conversion to
+JSON expands them); go-yaml refuses such documents as "excessive aliasing" too."""
+
+
+def _aliasing_problem(doc: Any) -> str | None:
+    """Why a parsed document cannot be expanded to JSON (an alias cycle, or too many values
+    once expanded: a "billion laughs"), or None. Shared objects are counted once per use."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(doc, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if not isinstance(node, dict | list):
+            continue
+        key = id(node)
+        if children_done:
+            on_path.discard(key)
+            items = node.values() if isinstance(node, dict) else node
+            sizes[key] = 1 + sum(sizes.get(id(c), 1) for c in items)
+            if sizes[key] > MAX_EXPANDED_NODES:
+                return (f"YAML aliases expand to more than {MAX_EXPANDED_NODES:,} values "
+                        "(document contains excessive aliasing)")
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            return "a YAML alias refers to its own ancestor (a recursive document cannot be JSON)"
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in (node.values() if isinstance(node, dict) else node))
+    return None
 
 
 def _yaml_where(exc: yaml.YAMLError, text: str) -> str:

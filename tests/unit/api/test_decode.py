@@ -234,3 +234,25 @@ def test_every_kind_drasched_serves_has_a_decode_shape() -> None:
     from drasched.api.shapes import VIEW_OF
 
     assert [rt.kind for rt in kinds.ALL if rt.kind not in VIEW_OF] == []
+
+
+def test_a_billion_laughs_alias_tree_is_refused_at_once(tmp_path: Path) -> None:
+    levels = ['  a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for prev, cur in zip("abcdefgh", "bcdefghi"):
+        levels.append(f"  {cur}: &{cur} [" + ",".join([f"*{prev}"] * 9) + "]")
+    path = tmp_path / "laughs.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: default}\nextra:\n"
+                    + "\n".join(levels) + "\n")
+    with pytest.raises(ManifestError, match=r"document 0: YAML aliases expand to more than 1,000,000 values"):
+        load_paths([str(path)])
+
+
+def test_a_recursive_alias_is_refused() -> None:
+    with pytest.raises(ManifestError, match="refers to its own ancestor"):
+        parse_documents("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\nx: &a [*a]\n", "r.yaml")
+
+
+def test_a_few_shared_aliases_are_fine() -> None:
+    [loaded] = parse_documents("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n"
+                               "data:\n  a: &x hello\n  b: *x\n", "ok.yaml")
+    assert loaded.obj["data"] == {"a": "hello", "b": "hello"}
