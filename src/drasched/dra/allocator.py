@@ -16,9 +16,11 @@ What differs is speed and explanations, not answers:
 * devices within one request are tried as combinations, not permutations (upstream #133678);
   a ``matchAttribute`` constraint restricts later devices to the chosen value's group; counts
   are checked before searching and failed sub-searches are memoised;
-* a claim that cannot be allocated on its own (a constraint no candidate can meet, too few
-  distinct values, or a search for that claim alone that fails) fails the node at once, before
-  any search across the pod's claims backtracks through the others' choices;
+* a claim that cannot be allocated on its own fails the node without the search across the
+  pod's claims backtracking through the others' choices: constraints no choice of free
+  candidates can meet (no candidate has the attribute, no value common to the requests or
+  with enough devices, too few distinct values) are seen before any search; a joint search
+  that does not settle within 1,000 steps searches each claim alone first;
 * a step budget per call ends hopeless searches with a "gave up" reason: the same answer on
   any machine; a wall-clock limit can be added (serve) but is off by default;
 * on failure, per-request counts say why (see :mod:`drasched.dra.explain`).
