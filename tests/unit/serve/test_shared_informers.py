@@ -24,7 +24,8 @@ def cm(name: str, value: str = "1") -> Obj:
             "data": {"v": value}}
 
 
-def wait_until(cond: Any, timeout: float = 5.0) -> None:
+def wait_until(cond: Any, timeout: float = 60.0) -> None:
+    """Poll until ``cond()``; ``timeout`` is a hang guard, not a speed limit."""
     deadline = time.monotonic() + timeout
     while not cond():
         assert time.monotonic() < deadline, "timed out"
