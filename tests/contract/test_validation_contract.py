@@ -215,6 +215,17 @@ RULES = [
          "spec.spec.devices.requests[0].exactly.count", "Invalid value: -1: must be greater than zero"),
     Rule("class-33-selectors", device_class, at("spec.selectors", [{"cel": {"expression": "true"}}] * 33),
          "spec.selectors", "Too many: 33: must have at most 32 items"),
+    Rule("class-extended-resource-name", device_class, at("spec.extendedResourceName", "gpu"),
+         "spec.extendedResourceName", 'Invalid value: "gpu": must be a valid extended resource name'),
+    Rule("class-config-driver", device_class,
+         at("spec.config", [{"opaque": {"driver": "Bad_Driver", "parameters": {}}}]), "spec.config[0].opaque.driver",
+         "a lowercase RFC 1123 subdomain must consist of"),
+    Rule("claim-constraint-unknown-request", claim,
+         at("spec.devices.constraints", [{"requests": ["nope"], "matchAttribute": f"{DRIVER}/model"}]),
+         "spec.devices.constraints[0].requests[0]",
+         'Invalid value: "nope": must be the name of a request in the claim'),
+    Rule("slice-device-name", resource_slice, at("spec.devices.0.name", "GPU_0"), "spec.devices[0].name",
+         "a lowercase RFC 1123 label must consist of"),
     Rule("slice-driver-over-63", resource_slice, at("spec.driver", "d" * 60 + ".example.com"), "spec.driver",
          "Too long: may not be more than 63 bytes"),
     Rule("slice-pool-name", resource_slice, at("spec.pool.name", "Pool_A"), "spec.pool.name",
@@ -276,6 +287,10 @@ RULES = [
          "spec.containers[0].resources.limits[nvidia.com/gpu]", 'Invalid value: "500m": must be an integer'),
     Rule("container-claim-not-in-pod", pod, with_container_claim, "spec.containers[0].resources.claims[0]",
          'Not found: "gpu": must be one of the names in pod.spec.resourceClaims'),
+    Rule("pod-claim-name", pod, at("spec.resourceClaims", [{"name": "GPU", "resourceClaimName": "a"}]),
+         "spec.resourceClaims[0].name", "a lowercase RFC 1123 label must consist of"),
+    Rule("claim-name", claim, at("metadata.name", "Claim_A"), "metadata.name",
+         "a lowercase RFC 1123 subdomain must consist of"),
     Rule("duplicate-pod-claims", pod, with_duplicate_pod_claims, "spec.resourceClaims[1].name",
          'Duplicate value: "gpu"'),
     # upstream's validateNodeTaints is handed a path rooted at metadata
@@ -444,7 +459,7 @@ def test_simulate_refuses_each_rule_naming_the_field(tmp_path: Path, capsys: pyt
     assert main(["simulate", str(path), "-q"]) == 2
     err = capsys.readouterr().err
     assert f"{path}: document 1: " in err and rule.field in err and rule.fragment in err, err
-    assert f"{obj['kind']} " in err and "bad" in err, err
+    assert f"{obj['kind']} " in err and obj["metadata"]["name"] in err, err
 
 
 def test_simulate_refuses_a_pod_priority_without_a_class(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

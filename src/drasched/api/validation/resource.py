@@ -22,6 +22,7 @@ from drasched.api.validation.names import (
     check_subdomain,
     duplicate,
     not_supported,
+    qualified_name_errors,
     required,
     too_long,
     too_many,
@@ -355,7 +356,16 @@ def validate_device_class(obj: Obj) -> list[Cause]:
     else:
         for i, config in _dicts(configs):
             causes += _check_opaque_config(f"spec.config[{i}]", config)
+    name = spec.get("extendedResourceName")
+    if isinstance(name, str) and not is_extended_resource_name(name):
+        causes.append(bad("spec.extendedResourceName", name, "must be a valid extended resource name"))
     return causes
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """``v1helper.IsExtendedResourceName``: outside kubernetes.io, qualified once ``requests.`` is prepended."""
+    native = "/" not in name or "kubernetes.io/" in name
+    return not native and not name.startswith("requests.") and not qualified_name_errors(f"requests.{name}")
 
 
 def _check_attribute(path: str, attr: Any) -> list[Cause]:
