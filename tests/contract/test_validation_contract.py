@@ -479,3 +479,19 @@ def test_simulate_refuses_a_second_global_default(tmp_path: Path, capsys: pytest
     assert main(["simulate", str(path), "-q"]) == 2
     err = capsys.readouterr().err
     assert f"{path}: document 1: PriorityClass b: " in err and "Only one default can exist" in err, err
+
+
+def test_simulate_refuses_a_restored_status_the_api_server_refuses(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    restored = claim("default", "c")
+    restored["status"] = {
+        "allocation": {"devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "node-a",
+                                                "device": "gpu-0"}]}},
+        "reservedFor": [{"resource": "pods", "name": f"p{i}", "uid": str(uuid.uuid4())} for i in range(300)],
+    }
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all([restored]), encoding="utf-8")
+    assert main(["simulate", str(path), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: document 0: ResourceClaim default/c: " in err, err
+    assert "status.reservedFor: Too many: 300: must have at most 256 items" in err, err
