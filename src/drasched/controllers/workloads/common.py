@@ -161,6 +161,8 @@ class WorkloadBase:
         first = self._attach(ctx)
         self.ctx = ctx
         changed = any([inf.sync() for inf in self._informers.values()])
+        if len(self.informer(self.kind)) == 0:
+            return False  # none of this kind: nothing to do whatever else changed
         now = ctx.now()
         due = any(when <= format_time(now) for when in self._timers.values())
         if not (first or changed or due):

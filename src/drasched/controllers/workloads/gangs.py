@@ -189,14 +189,20 @@ class ImplicitGangController:
 
     def reconcile(self, ctx: ControllerContext) -> bool:
         self._attach(ctx)
-        changed = [inf.sync() for inf in (self.pods, self.groups, self.config_maps, *self.owners.values())]
-        if not any(changed):
+        pods_changed = self.pods.sync()
+        others = [inf.sync() for inf in (self.groups, self.config_maps, *self.owners.values())]
+        if not pods_changed and not any(others):
             return False
         self.ctx = ctx
         if self.fixed is None:
             self.settings = self._configured()
+        keys = self.pods.take_changed()
+        if keys is None or any(others):  # a workload or a setting changed: every pod may be concerned
+            candidates = list(self.pods.values())
+        else:  # only pods changed: only those can need a group (a busy cluster's rounds stay cheap)
+            candidates = [p for ns, name in keys if (p := self.pods.get(name, ns))]
         progress = False
-        for pod in sorted(self.pods.values(), key=sort_key):
+        for pod in sorted(candidates, key=sort_key):
             if _wants_group(pod):
                 progress |= self._group(pod)
         return progress
