@@ -144,6 +144,9 @@ class WorkloadBase:
         self._informers: dict[ResourceType, Informer] = {}
         self._due: set[str] = set()
         self._timers: dict[str, str] = {}
+        self._failed: set[str] = set()
+        self.last_create_error: str | None = None
+        """The API server's answer to the last create that failed (a ReplicaSet's ReplicaFailure)."""
         self.ctx: ControllerContext
 
     def _attach(self, ctx: ControllerContext) -> bool:
@@ -192,7 +195,13 @@ class WorkloadBase:
         try:
             created = self.ctx.store.create(obj)
         except ApiError as exc:
-            self.ctx.event(owner, "Warning", "FailedCreate", f"Error creating: {exc.message}", self.component)
+            message = f"Error creating: {exc.message}"
+            key = md(owner).get("uid", "")
+            if key not in self._failed:  # once per owner: every retry fails alike (a generated name aside)
+                self._failed.add(key)
+                self.ctx.event(owner, "Warning", "FailedCreate", message, self.component)
+                self.ctx.decide(self.name, "FailedCreate", owner, message)
+            self.last_create_error = exc.message
             return None
         self._put(created)
         return created

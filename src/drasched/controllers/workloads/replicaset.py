@@ -15,7 +15,7 @@ import copy
 from datetime import datetime, timedelta
 
 from drasched.api import kinds
-from drasched.api.meta import parse_time
+from drasched.api.meta import format_time, parse_time
 from drasched.controllers.workloads.common import (
     Obj,
     WorkloadBase,
@@ -24,6 +24,7 @@ from drasched.controllers.workloads.common import (
     md,
     owned_by,
     pod_from_template,
+    set_condition,
     spec_of,
 )
 
@@ -67,11 +68,13 @@ class ReplicaSetController(WorkloadBase):
         active = [p for p in pods if is_active(p)]
         want = int(spec.get("replicas", 1))
         wrote = False
+        failure: str | None = None
         if len(active) < want:
             for _ in range(want - len(active)):
                 pod = pod_from_template(rs, spec.get("template") or {})
                 created = self.create(pod, rs)
                 if created is None:
+                    failure = self.last_create_error
                     break
                 active.append(created)
                 self.ctx.event(rs, "Normal", "SuccessfulCreate", f"Created pod: {md(created).get('name')}",
@@ -86,7 +89,15 @@ class ReplicaSetController(WorkloadBase):
                     wrote = True
             gone = {md(p).get("uid") for p in doomed}
             active = [p for p in active if md(p).get("uid") not in gone]
-        return self.write_status(rs, self._status(rs, active)) or wrote
+        status = self._status(rs, active)
+        if failure is not None:  # upstream: condition ReplicaFailure, reason FailedCreate, the error
+            set_condition(status, "ReplicaFailure", "True", "FailedCreate", failure,
+                          format_time(self.ctx.now()), probe=None)
+        elif any(c.get("type") == "ReplicaFailure" for c in status.get("conditions") or []):
+            status["conditions"] = [c for c in status["conditions"] if c.get("type") != "ReplicaFailure"]
+            if not status["conditions"]:
+                status.pop("conditions")
+        return self.write_status(rs, status) or wrote
 
     def _status(self, rs: Obj, active: list[Obj]) -> Obj:
         now = self.ctx.now()
