@@ -25,6 +25,8 @@ from drasched.api import kinds
 from drasched.api.errors import ApiError, Forbidden, Invalid, NotFound
 from drasched.cli import main
 from drasched.store.base import ClusterStore, Obj
+from drasched.store.memory import MemoryStore
+from drasched.testing.apiserver import LocalCluster, ensure_namespace
 
 DRIVER = "gpu.example.com"
 
@@ -373,6 +375,20 @@ def test_what_the_api_server_accepts_is_accepted(store: ClusterStore, ns: str, r
     rule.mutate(obj)
     with cleanup(store, obj):
         store.create(obj)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_both_stores_word_the_refusal_alike(local_cluster: LocalCluster, rule: Rule) -> None:
+    """Not a fragment: the memory store's message for the rule's field is the API server's, word for word."""
+    said = {}
+    for name, store in (("memory", MemoryStore()), ("kube", local_cluster.store())):
+        ns = unique("words")
+        ensure_namespace(store, ns)
+        obj = rule.base(ns, unique(rule.id))
+        rule.mutate(obj)
+        said[name] = sorted(m for f, m in causes(refusal(store, obj)) if f == rule.field)
+    assert said["memory"] == said["kube"]
 
 
 def test_a_system_prefixed_priority_class_is_reserved(store: ClusterStore) -> None:

@@ -23,6 +23,15 @@ SUBDOMAIN_MSG = (
 )
 
 
+LABEL_REGEX_MSG = (
+    LABEL_MSG + " (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+SUBDOMAIN_REGEX_MSG = (
+    SUBDOMAIN_MSG + " (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+
 def bad(field: str, value: Any, detail: str) -> Cause:
     """``field: Invalid value: <value>: <detail>``."""
     return Cause(field, f"Invalid value: {quote(value)}: {detail}")
@@ -37,19 +46,19 @@ def quote(value: Any) -> str:
 
 
 def check_label(field: str, value: Any) -> list[Cause]:
+    """``IsDNS1123Label``: at most 63 bytes, then the pattern (both said when both fail)."""
     if not isinstance(value, str) or not value:
         return [required(field)]
-    if len(value) > 63 or not _DNS1123_LABEL.match(value):
-        return [bad(field, value, LABEL_MSG)]
-    return []
+    causes = [bad(field, value, "must be no more than 63 bytes")] if len(value) > 63 else []
+    if not _DNS1123_LABEL.match(value):
+        causes.append(bad(field, value, LABEL_REGEX_MSG))
+    return causes
 
 
 def check_subdomain(field: str, value: Any) -> list[Cause]:
     if not isinstance(value, str) or not value:
         return [required(field)]
-    if len(value) > 253 or not _DNS1123_SUBDOMAIN.match(value):
-        return [bad(field, value, SUBDOMAIN_MSG)]
-    return []
+    return [bad(field, value, msg) for msg in _subdomain_errors(value)]
 
 
 _QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
@@ -94,29 +103,30 @@ def forbidden(field: str, detail: str) -> Cause:
     return Cause(field, f"Forbidden: {detail}", "FieldValueForbidden")
 
 
+def _subdomain_errors(value: str) -> list[str]:
+    """apimachinery's ``IsDNS1123Subdomain`` messages."""
+    errors = ["must be no more than 253 bytes"] if len(value) > 253 else []
+    if not _DNS1123_SUBDOMAIN.match(value):
+        errors.append(SUBDOMAIN_REGEX_MSG)
+    return errors
+
+
 def qualified_name_errors(value: str) -> list[str]:
-    """apimachinery's ``IsQualifiedName``: an optional DNS-subdomain prefix, a slash, a name."""
+    """apimachinery's ``IsLabelKey`` (``IsQualifiedName``): an optional DNS-subdomain prefix and '/',
+    then a name; every message it gives, in its order."""
     parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            return ["prefix part must be non-empty"]
-        if len(prefix) > 253:
-            return ["prefix part must be no more than 253 bytes"]
-        if not _DNS1123_SUBDOMAIN.match(prefix):
-            return [f"prefix part {SUBDOMAIN_MSG} (e.g. 'example.com', regex used for validation is "
-                    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"]
-    else:
-        return [QUALIFIED_NAME_MSG.replace("name part must", "a qualified name must", 1)
-                .replace("(e.g. 'MyName',  or 'my.name',  or '123-abc',",
-                         "with an optional DNS subdomain prefix and '/' (e.g. 'MyName',  or 'my.name',  or "
-                         "'123-abc',  or 'example.com/MyName',", 1)]
+    errors: list[str] = []
+    if len(parts) > 2:
+        return [f"a valid label key {QUALIFIED_NAME_MSG.removeprefix('name part ')} with an optional DNS "
+                "subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    if len(parts) == 2:
+        prefix = parts[0]
+        errors += ["prefix part must be non-empty"] if not prefix else [
+            f"prefix part {e}" for e in _subdomain_errors(prefix)]
+    name = parts[-1]
     if not name:
-        return ["name part must be non-empty"]
-    errors = []
-    if len(name) > 63:
+        errors.append("name part must be non-empty")
+    elif len(name) > 63:
         errors.append("name part must be no more than 63 bytes")
     if not _QUALIFIED_NAME_PART.match(name):
         errors.append(QUALIFIED_NAME_MSG)
@@ -150,8 +160,7 @@ def check_driver_name(field: str, value: Any) -> list[Cause]:
         return [required(field)]
     causes = [too_long(field, 63)] if len(value) > 63 else []
     if not _DNS1123_SUBDOMAIN.match(value):
-        causes.append(bad(field, value, SUBDOMAIN_MSG + " (e.g. 'example.com', regex used for validation is "
-                                                       "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"))
+        causes.append(bad(field, value, SUBDOMAIN_REGEX_MSG))
     return causes
 
 
