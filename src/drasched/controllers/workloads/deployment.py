@@ -116,6 +116,7 @@ class DeploymentController(WorkloadBase):
             set_condition(status, "Progressing", "True", "NewReplicaSetCreated",
                           f'Created new replica set "{md(current).get("name")}"', stamp, probe=False)
             return self.write_status(dep, self._status(dep, status, current, old, stamp)) or True
+        wrote |= self._note_revision(dep, current)
         if (spec.get("strategy") or {}).get("type") == "Recreate":
             wrote |= self._recreate(dep, current, old, replicas)
         else:
@@ -198,6 +199,20 @@ class DeploymentController(WorkloadBase):
             self.ctx.event(dep, "Normal", "ScalingReplicaSet",
                            f"Scaled up replica set {md(created).get('name')} from 0 to {replicas}", self.component)
         return created
+
+    def _note_revision(self, dep: Obj, current: Obj) -> bool:
+        """The Deployment carries its current ReplicaSet's ``deployment.kubernetes.io/revision``."""
+        revision = (md(current).get("annotations") or {}).get(REVISION)
+        if not revision or (md(dep).get("annotations") or {}).get(REVISION) == revision:
+            return False
+        try:
+            updated = self.ctx.store.patch(kinds.DEPLOYMENT, md(dep).get("name", ""), md(dep).get("namespace"), {
+                "metadata": {"resourceVersion": md(dep).get("resourceVersion"), "annotations": {REVISION: revision}}})
+        except (Conflict, NotFound):
+            return True
+        self._put(updated)
+        dep.update(updated)
+        return True
 
     def _scale(self, dep: Obj, rs: Obj, replicas: int) -> bool:
         have = int(spec_of(rs).get("replicas", 0))
