@@ -12,7 +12,7 @@ from typing import Any
 from drasched.api import kinds
 from drasched.api.errors import Cause, Invalid, invalid
 from drasched.api.kinds import ResourceType
-from drasched.api.validation import core, crds, resource, scheduling
+from drasched.api.validation import core, crds, resource, scheduling, slices
 from drasched.api.validation.metadata import validate_metadata
 from drasched.api.validation.names import (
     LABEL_MSG,
@@ -29,7 +29,7 @@ _BY_TYPE: dict[ResourceType, Callable[[Obj], list[Cause]]] = {
     kinds.RESOURCE_CLAIM: resource.validate_claim,
     kinds.RESOURCE_CLAIM_TEMPLATE: resource.validate_claim_template,
     kinds.DEVICE_CLASS: resource.validate_device_class,
-    kinds.RESOURCE_SLICE: resource.validate_slice,
+    kinds.RESOURCE_SLICE: slices.validate_slice,
     kinds.NODE: core.validate_node,
     kinds.PRIORITY_CLASS: scheduling.validate_priority_class,
     kinds.POD_GROUP: crds.validate_pod_group,

@@ -12,6 +12,7 @@ from drasched.api.validation.names import (
     check_label_value,
     check_qualified_name,
     check_subdomain,
+    dict_items,
     duplicate,
     not_supported,
     required,
@@ -22,10 +23,6 @@ Obj = dict[str, Any]
 NODE_TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
 TOLERATION_OPERATORS = ["Equal", "Exists"]
 PREEMPTION_POLICIES = ["PreemptLowerPriority", "Never"]
-
-
-def _dicts(value: Any) -> list[tuple[int, Obj]]:
-    return [(i, v) for i, v in enumerate(value) if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 def _overcommit_allowed(resource: str) -> bool:
@@ -78,7 +75,7 @@ def check_resource_requirements(path: str, resources: Obj) -> list[Cause]:
 def _check_container_claims(path: str, claims: Any, pod_claims: set[str]) -> list[Cause]:
     causes: list[Cause] = []
     seen: set[str] = set()
-    for i, claim in _dicts(claims):
+    for i, claim in dict_items(claims):
         name = claim.get("name")
         if not name:
             causes.append(required(f"{path}[{i}]"))
@@ -124,7 +121,7 @@ def _check_toleration(path: str, tol: Obj) -> list[Cause]:
 def _check_pod_claims(spec: Obj) -> tuple[list[Cause], set[str]]:
     causes: list[Cause] = []
     names: set[str] = set()
-    for i, rc in _dicts(spec.get("resourceClaims")):
+    for i, rc in dict_items(spec.get("resourceClaims")):
         path = f"spec.resourceClaims[{i}]"
         name = rc.get("name")
         if not name:
@@ -153,7 +150,7 @@ def validate_pod(obj: Obj) -> list[Cause]:
         causes.append(required("spec.containers"))
     seen: set[Any] = set()
     for group in ("initContainers", "containers"):
-        for i, c in _dicts(spec.get(group)):
+        for i, c in dict_items(spec.get(group)):
             path = f"spec.{group}[{i}]"
             causes += check_label(f"{path}.name", c.get("name"))
             if c.get("name") in seen:
@@ -165,7 +162,7 @@ def validate_pod(obj: Obj) -> list[Cause]:
             if isinstance(resources, dict):
                 causes += check_resource_requirements(f"{path}.resources", resources)
                 causes += _check_container_claims(f"{path}.resources.claims", resources.get("claims"), pod_claims)
-    for i, tol in _dicts(spec.get("tolerations")):
+    for i, tol in dict_items(spec.get("tolerations")):
         causes += _check_toleration(f"spec.tolerations[{i}]", tol)
     if isinstance(spec.get("nodeName"), str) and spec["nodeName"]:
         causes += check_subdomain("spec.nodeName", spec["nodeName"])
@@ -179,7 +176,7 @@ def validate_node(obj: Obj) -> list[Cause]:
     if not isinstance(spec, dict):
         return []
     causes: list[Cause] = []
-    for i, taint in _dicts(spec.get("taints")):
+    for i, taint in dict_items(spec.get("taints")):
         path = f"metadata.taints[{i}]"
         causes += check_qualified_name(f"{path}.key", taint.get("key") or "")
         value = taint.get("value") or ""

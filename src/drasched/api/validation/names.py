@@ -32,6 +32,16 @@ SUBDOMAIN_REGEX_MSG = (
 )
 
 
+def as_list(value: Any) -> list[Any]:
+    """A list field, or nothing when it holds no list (the decoder reports wrong types)."""
+    return value if isinstance(value, list) else []
+
+
+def dict_items(value: Any) -> list[tuple[int, dict[str, Any]]]:
+    """The indexed objects of a list field."""
+    return [(i, v) for i, v in enumerate(as_list(value)) if isinstance(v, dict)]
+
+
 def bad(field: str, value: Any, detail: str) -> Cause:
     """``field: Invalid value: <value>: <detail>``."""
     return Cause(field, f"Invalid value: {quote(value)}: {detail}")

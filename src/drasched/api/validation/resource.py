@@ -1,18 +1,13 @@
-"""resource.k8s.io kinds' rules, from pkg/apis/resource/validation/validation.go (and the
-declarative ``+k8s:maxItems`` / ``+k8s:enum`` tags of the resource.k8s.io/v1 types)."""
+"""resource.k8s.io claims, claim templates and device classes, from
+pkg/apis/resource/validation/validation.go (v1.36.3); ResourceSlices are in ``slices``."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from drasched.api.errors import Cause
-from drasched.api.validation.devices import (
-    check_binding_conditions,
-    check_capacity_policy,
-    check_counter_consumption,
-    check_shared_counters,
-)
 from drasched.api.validation.names import (
+    as_list,
     bad,
     check_c_identifier,
     check_driver_name,
@@ -20,6 +15,7 @@ from drasched.api.validation.names import (
     check_label_value,
     check_qualified_name,
     check_subdomain,
+    dict_items,
     duplicate,
     not_supported,
     qualified_name_errors,
@@ -37,28 +33,15 @@ DEVICE_SELECTORS_MAX = 32
 DEVICE_CONSTRAINTS_MAX = 32
 DEVICE_CONFIG_MAX = 32
 FIRST_AVAILABLE_MAX = 8
-DEVICE_TAINTS_MAX = 16
-ATTRIBUTES_AND_CAPACITIES_MAX = 32
 RESERVED_FOR_MAX = 256
 ALLOCATION_RESULTS_MAX = 32
 POOL_NAME_MAX = 253
 DEVICE_MAX_ID_LENGTH = 32
-DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH = 64
-SLICE_MAX_DEVICES = 128
-SLICE_MAX_DEVICES_ADVANCED = 64
 
 TAINT_EFFECTS = ["NoExecute", "NoSchedule", "None"]
 TOLERATION_OPERATORS = ["Equal", "Exists"]
 REQUEST_REF_MSG = ("must be the name of a request in the claim or the name of a request and a subrequest "
                    "separated by '/'")
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _dicts(value: Any) -> list[tuple[int, Obj]]:
-    return [(i, v) for i, v in enumerate(_list(value)) if isinstance(v, dict)]
 
 
 def check_pool_name(field: str, name: Any) -> list[Cause]:
@@ -112,25 +95,12 @@ def check_device_toleration(path: str, tol: Obj) -> list[Cause]:
     return causes
 
 
-def check_device_taint(path: str, taint: Obj) -> list[Cause]:
-    key = taint.get("key") or ""
-    causes = check_qualified_name(f"{path}.key", key) if key else [required(f"{path}.key")]
-    if taint.get("value"):
-        causes += check_label_value(f"{path}.value", taint["value"])
-    effect = taint.get("effect") or ""
-    if not effect:
-        causes.append(required(f"{path}.effect"))
-    elif effect not in TAINT_EFFECTS:
-        causes.append(not_supported(f"{path}.effect", effect, TAINT_EFFECTS))
-    return causes
-
-
 def _check_selectors(path: str, selectors: Any) -> list[Cause]:
-    selectors = _list(selectors)
+    selectors = as_list(selectors)
     if len(selectors) > DEVICE_SELECTORS_MAX:
         return [too_many(path, len(selectors), DEVICE_SELECTORS_MAX)]
     causes: list[Cause] = []
-    for k, sel in _dicts(selectors):
+    for k, sel in dict_items(selectors):
         cel = sel.get("cel")
         if not isinstance(cel, dict):
             causes.append(required(f"{path}[{k}].cel"))
@@ -161,7 +131,7 @@ def _check_request_body(path: str, body: Obj) -> list[Cause]:
         causes.append(not_supported(f"{path}.allocationMode", mode, ["All", "ExactCount"]))
     # no limit on their number: v1.36's handwritten validation has none (the +k8s:maxItems=16 tag
     # of the v1 type is declarative only, not enforced)
-    for t, tol in _dicts(body.get("tolerations")):
+    for t, tol in dict_items(body.get("tolerations")):
         causes += check_device_toleration(f"{path}.tolerations[{t}]", tol)
     return causes
 
@@ -173,11 +143,11 @@ def _validate_device_request(path: str, req: Obj) -> list[Cause]:
         return [*causes, bad(path, None, "exactly one of `exactly` or `firstAvailable` is required, "
                                          "but multiple fields are set")]
     if first:
-        first = _list(first)
+        first = as_list(first)
         if len(first) > FIRST_AVAILABLE_MAX:
             return [*causes, too_many(f"{path}.firstAvailable", len(first), FIRST_AVAILABLE_MAX)]
         seen: set[Any] = set()
-        for j, sub in _dicts(first):
+        for j, sub in dict_items(first):
             spath = f"{path}.firstAvailable[{j}]"
             causes += check_label(f"{spath}.name", sub.get("name"))
             causes += _check_request_body(spath, sub)
@@ -193,9 +163,9 @@ def _validate_device_request(path: str, req: Obj) -> list[Cause]:
 
 def _request_names(requests: list[Any]) -> dict[str, set[Any]]:
     names: dict[str, set[Any]] = {}
-    for _, req in _dicts(requests):
+    for _, req in dict_items(requests):
         if isinstance(req.get("name"), str):
-            names[req["name"]] = {s.get("name") for _, s in _dicts(req.get("firstAvailable"))}
+            names[req["name"]] = {s.get("name") for _, s in dict_items(req.get("firstAvailable"))}
     return names
 
 
@@ -215,7 +185,7 @@ def _check_request_ref(field: str, ref: Any, names: dict[str, set[Any]]) -> list
 
 
 def _check_request_refs(path: str, refs: Any, names: dict[str, set[Any]]) -> list[Cause]:
-    refs = _list(refs)
+    refs = as_list(refs)
     if len(refs) > DEVICE_REQUESTS_MAX:
         return [too_many(path, len(refs), DEVICE_REQUESTS_MAX)]
     causes: list[Cause] = []
@@ -248,23 +218,23 @@ def _validate_claim_spec(spec: Any, path: str) -> list[Cause]:
     if not isinstance(devices, dict):
         return [required(f"{path}.devices")]
     causes: list[Cause] = []
-    requests = _list(devices.get("requests"))
+    requests = as_list(devices.get("requests"))
     if len(requests) > DEVICE_REQUESTS_MAX:
         causes.append(too_many(f"{path}.devices.requests", len(requests), DEVICE_REQUESTS_MAX))
     else:
         seen: set[Any] = set()
-        for i, req in _dicts(requests):
+        for i, req in dict_items(requests):
             rpath = f"{path}.devices.requests[{i}]"
             causes += _validate_device_request(rpath, req)
             if req.get("name") in seen:
                 causes.append(duplicate(rpath, req.get("name")))
             seen.add(req.get("name"))
     names = _request_names(requests)
-    constraints = _list(devices.get("constraints"))
+    constraints = as_list(devices.get("constraints"))
     if len(constraints) > DEVICE_CONSTRAINTS_MAX:
         causes.append(too_many(f"{path}.devices.constraints", len(constraints), DEVICE_CONSTRAINTS_MAX))
     else:
-        for i, con in _dicts(constraints):
+        for i, con in dict_items(constraints):
             cpath = f"{path}.devices.constraints[{i}]"
             causes += _check_request_refs(f"{cpath}.requests", con.get("requests"), names)
             if con.get("matchAttribute") is not None:
@@ -275,11 +245,11 @@ def _validate_claim_spec(spec: Any, path: str) -> list[Cause]:
                 causes.append(Cause(cpath, "Required value: exactly one of \"matchAttribute\" or "
                                            "\"distinctAttribute\" is required, but multiple fields are set",
                                     "FieldValueRequired"))
-    configs = _list(devices.get("config"))
+    configs = as_list(devices.get("config"))
     if len(configs) > DEVICE_CONFIG_MAX:
         causes.append(too_many(f"{path}.devices.config", len(configs), DEVICE_CONFIG_MAX))
     else:
-        for i, config in _dicts(configs):
+        for i, config in dict_items(configs):
             cfg_path = f"{path}.devices.config[{i}]"
             causes += _check_request_refs(f"{cfg_path}.requests", config.get("requests"), names)
             causes += _check_opaque_config(cfg_path, config)
@@ -295,12 +265,12 @@ def validate_claim_status(obj: Obj) -> list[Cause]:
     status = obj.get("status")
     if not isinstance(status, dict):
         return []
-    reserved = _list(status.get("reservedFor"))
+    reserved = as_list(status.get("reservedFor"))
     if len(reserved) > RESERVED_FOR_MAX:
         return [too_many("status.reservedFor", len(reserved), RESERVED_FOR_MAX)]
     causes: list[Cause] = []
     seen: set[Any] = set()
-    for i, ref in _dicts(reserved):
+    for i, ref in dict_items(reserved):
         for key in ("resource", "name", "uid"):
             if not ref.get(key):
                 causes.append(required(f"status.reservedFor[{i}].{key}"))
@@ -312,7 +282,7 @@ def validate_claim_status(obj: Obj) -> list[Cause]:
                             "FieldValueForbidden"))
     spec: Any = obj.get("spec")
     devices: Any = spec.get("devices") if isinstance(spec, dict) else None
-    requests = _list(devices.get("requests")) if isinstance(devices, dict) else []
+    requests = as_list(devices.get("requests")) if isinstance(devices, dict) else []
     return causes + _check_allocation(status.get("allocation"), _request_names(requests))
 
 
@@ -321,17 +291,17 @@ def _check_allocation(allocation: Any, names: dict[str, set[Any]]) -> list[Cause
     if not isinstance(allocation, dict) or not isinstance(allocation.get("devices"), dict):
         return []
     path = "status.allocation.devices"
-    results = _list(allocation["devices"].get("results"))
+    results = as_list(allocation["devices"].get("results"))
     if len(results) > ALLOCATION_RESULTS_MAX:
         return [too_many(f"{path}.results", len(results), ALLOCATION_RESULTS_MAX)]
     causes: list[Cause] = []
-    for i, result in _dicts(results):
+    for i, result in dict_items(results):
         rpath = f"{path}.results[{i}]"
         causes += _check_request_ref(f"{rpath}.request", result.get("request"), names)
         causes += check_driver_name(f"{rpath}.driver", result.get("driver"))
         causes += check_pool_name(f"{rpath}.pool", result.get("pool"))
         causes += check_label(f"{rpath}.device", result.get("device"))
-    for i, config in _dicts(allocation["devices"].get("config")):
+    for i, config in dict_items(allocation["devices"].get("config")):
         source = config.get("source")
         if not source:
             causes.append(required(f"{path}.config[{i}].source"))
@@ -350,11 +320,11 @@ def validate_claim_template(obj: Obj) -> list[Cause]:
 def validate_device_class(obj: Obj) -> list[Cause]:
     spec = obj.get("spec") or {}
     causes = _check_selectors("spec.selectors", spec.get("selectors"))
-    configs = _list(spec.get("config"))
+    configs = as_list(spec.get("config"))
     if len(configs) > DEVICE_CONFIG_MAX:
         causes.append(too_many("spec.config", len(configs), DEVICE_CONFIG_MAX))
     else:
-        for i, config in _dicts(configs):
+        for i, config in dict_items(configs):
             causes += _check_opaque_config(f"spec.config[{i}]", config)
     name = spec.get("extendedResourceName")
     if isinstance(name, str) and not is_extended_resource_name(name):
@@ -366,115 +336,3 @@ def is_extended_resource_name(name: str) -> bool:
     """``v1helper.IsExtendedResourceName``: outside kubernetes.io, qualified once ``requests.`` is prepended."""
     native = "/" not in name or "kubernetes.io/" in name
     return not native and not name.startswith("requests.") and not qualified_name_errors(f"requests.{name}")
-
-
-def _check_attribute(path: str, attr: Any) -> list[Cause]:
-    if not isinstance(attr, dict):
-        return []
-    set_fields = [f for f in ("bool", "int", "string", "version") if attr.get(f) is not None]
-    causes: list[Cause] = []
-    string = attr.get("string")
-    if isinstance(string, str) and len(string) > DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH:
-        causes.append(too_long(f"{path}.string", DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH))
-    if len(set_fields) != 1:
-        causes.append(bad(path, "" if not set_fields else attr, "exactly one value must be specified"))
-    return causes
-
-
-def _validate_device(path: str, dev: Obj, per_device_nodes: bool) -> list[Cause]:
-    causes = check_label(f"{path}.name", dev.get("name"))
-    attributes: Obj = dev["attributes"] if isinstance(dev.get("attributes"), dict) else {}
-    capacity: Obj = dev["capacity"] if isinstance(dev.get("capacity"), dict) else {}
-    total = len(attributes) + len(capacity)
-    if total > ATTRIBUTES_AND_CAPACITIES_MAX:
-        causes.append(bad(path, total, "the total number of attributes and capacities must not exceed "
-                                       f"{ATTRIBUTES_AND_CAPACITIES_MAX}"))
-    for name in sorted(attributes):
-        causes += check_resource_qualified_name(f"{path}.attributes", name)
-        causes += _check_attribute(f"{path}.attributes[{name}]", attributes[name])
-    for name in sorted(capacity):
-        causes += check_resource_qualified_name(f"{path}.capacity", name)
-        causes += check_capacity_policy(f"{path}.capacity[{name}]", capacity[name],
-                                        dev.get("allowMultipleAllocations") is True)
-    causes += check_binding_conditions(path, dev)
-    causes += check_counter_consumption(path, dev)
-    taints = _list(dev.get("taints"))
-    if len(taints) > DEVICE_TAINTS_MAX:
-        causes.append(too_many(f"{path}.taints", len(taints), DEVICE_TAINTS_MAX))
-    else:
-        for t, taint in _dicts(taints):
-            causes += check_device_taint(f"{path}.taints[{t}]", taint)
-    placed = [f for f in ("nodeName", "nodeSelector", "allNodes") if dev.get(f) is not None]
-    if placed and not per_device_nodes:
-        causes.append(bad(path, None, "`nodeName`, `nodeSelector` and `allNodes` can only be set if "
-                                      "`perDeviceNodeSelection` is set to true in the ResourceSlice spec"))
-    if isinstance(dev.get("nodeName"), str) and dev["nodeName"]:
-        causes += check_subdomain(f"{path}.nodeName", dev["nodeName"])
-    return causes
-
-
-def _check_node_selection(spec: Obj) -> list[Cause]:
-    causes: list[Cause] = []
-    chosen: list[str] = []
-    node_name = spec.get("nodeName")
-    if node_name is not None:
-        if node_name:
-            chosen.append("`nodeName`")
-            causes += check_subdomain("spec.nodeName", node_name)
-        else:
-            causes.append(bad("spec.nodeName", node_name, "must be either unset or set to a non-empty string"))
-    if spec.get("nodeSelector") is not None:
-        chosen.append("`nodeSelector`")
-        terms = _list((spec["nodeSelector"] or {}).get("nodeSelectorTerms")
-                      if isinstance(spec["nodeSelector"], dict) else None)
-        if len(terms) != 1:
-            causes.append(Cause("spec.nodeSelector.nodeSelectorTerms",
-                                "Invalid value: must have exactly one node selector term"))
-    for flag in ("allNodes", "perDeviceNodeSelection"):
-        if spec.get(flag) is not None:
-            if spec[flag] is True:
-                chosen.append(f"`{flag}`")
-            else:
-                causes.append(bad(f"spec.{flag}", spec[flag], "must be either unset or set to true"))
-    which = "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"
-    if not chosen:
-        causes.append(Cause("spec", f"Required value: {which}", "FieldValueRequired"))
-    elif len(chosen) > 1:
-        causes.append(bad("spec", "{" + ", ".join(chosen) + "}", f"{which}, but multiple fields are set"))
-    return causes
-
-
-def validate_slice(obj: Obj) -> list[Cause]:
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        return [required("spec")]
-    causes = check_driver_name("spec.driver", spec.get("driver"))
-    pool = spec.get("pool")
-    if not isinstance(pool, dict):
-        causes.append(required("spec.pool"))
-    else:
-        causes += check_pool_name("spec.pool.name", pool.get("name"))
-        count = pool.get("resourceSliceCount")
-        if not isinstance(count, int) or count <= 0:
-            causes.append(bad("spec.pool.resourceSliceCount", count if count is not None else 0,
-                              "must be greater than zero"))
-        generation = pool.get("generation")
-        if isinstance(generation, int) and generation < 0:
-            causes.append(bad("spec.pool.generation", generation, "must be greater than or equal to zero"))
-    causes += _check_node_selection(spec)
-    causes += check_shared_counters(spec)
-    devices = _list(spec.get("devices"))
-    if spec.get("devices") is not None and spec.get("sharedCounters") is not None:
-        causes.append(bad("spec", "", "only one of `sharedCounters` or `devices` is allowed"))
-    advanced = any(isinstance(d, dict) and (d.get("taints") or d.get("consumesCounters")) for d in devices)
-    limit = SLICE_MAX_DEVICES_ADVANCED if advanced else SLICE_MAX_DEVICES
-    if len(devices) > limit:
-        causes.append(too_many("spec.devices", len(devices), limit))
-        return causes
-    seen: set[Any] = set()
-    for i, dev in _dicts(devices):
-        causes += _validate_device(f"spec.devices[{i}]", dev, spec.get("perDeviceNodeSelection") is True)
-        if dev.get("name") in seen:
-            causes.append(duplicate(f"spec.devices[{i}]", dev.get("name")))
-        seen.add(dev.get("name"))
-    return causes
