@@ -103,3 +103,26 @@ def test_statefulset_scale_down_removes_the_highest_ordinal_first() -> None:
     assert [p["metadata"]["name"] for p in _pods(sim, "db-")] == ["db-0"]
     deletes = [m for r, m in _events(sim, "db") if r == "SuccessfulDelete"]
     assert deletes == ["delete Pod db-2 in StatefulSet db successful", "delete Pod db-1 in StatefulSet db successful"]
+
+
+def test_a_jobset_that_does_not_fit_runs_whole_once_a_node_is_added() -> None:
+    sim = Simulation()
+    small = {**NODE, "status": {"allocatable": {**NODE["status"]["allocatable"], "nvidia.com/gpu": "3"}}}
+    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+              "metadata": {"name": "pretrain", "namespace": "default"},
+              "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2, "template": {"spec": {
+                  "parallelism": 2, "completions": 2, "template": {
+                      "metadata": {"annotations": {"drasched.io/sim-duration": "60s"}}, "spec": _pod_spec()}}}}]}}
+    sim.load([small, jobset])
+    assert sim.run()
+    pods = _pods(sim, "pretrain-")
+    assert len(pods) == 4 and not any(p["spec"].get("nodeName") for p in pods)  # 3 of 4 fit: none placed
+    sim.store.create({"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": "n2", "labels": {"kubernetes.io/hostname": "n2"}}, "status": {"allocatable": {
+            "cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "1"}}})
+    assert sim.run()
+    pods = _pods(sim, "pretrain-")
+    assert len(pods) == 4 and {p["status"]["phase"] for p in pods} == {"Succeeded"}
+    assert len({p["status"]["startTime"] for p in pods}) == 1  # started together
+    done = sim.store.get(kinds.JOB_SET, "pretrain", "default")
+    assert done["status"]["terminalState"] == "Completed"
