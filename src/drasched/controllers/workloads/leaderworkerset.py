@@ -5,7 +5,8 @@
 the names upstream's leader and worker StatefulSets give them. Every pod carries upstream's
 labels ``leaderworkerset.sigs.k8s.io/name``, ``group-index``, ``worker-index`` (0 for the
 leader) and ``group-key``, the ``size`` annotation, and workers the ``leader-name``
-annotation; hostname = pod name, subdomain = the LeaderWorkerSet's name. With
+annotation; hostname = pod name, subdomain = the LeaderWorkerSet's name; every container
+gets ``LWS_LEADER_ADDRESS``, ``LWS_GROUP_SIZE`` and ``LWS_WORKER_INDEX``. With
 ``startupPolicy: LeaderCreated`` (default) the workers are made with their leader, with
 ``LeaderReady`` once the leader is Running and Ready.
 
@@ -96,6 +97,8 @@ class LeaderWorkerSetController(WorkloadBase):
             GROUP_KEY: group_key(ns, name, group)}, extra_annotations=annotations)
         pod["spec"]["hostname"] = pod_name
         pod["spec"]["subdomain"] = name
+        _add_env(pod["spec"], {"LWS_LEADER_ADDRESS": f"{leader_name}.{name}.{ns}", "LWS_GROUP_SIZE": str(size),
+                               "LWS_WORKER_INDEX": str(worker)})
         created = self.create(pod, lws)
         if created is not None:
             self.ctx.event(lws, "Normal", "SuccessfulCreate", f"Created pod: {pod_name}", self.component)
@@ -123,3 +126,13 @@ class LeaderWorkerSetController(WorkloadBase):
             set_condition(status, "Progressing", "True", "GroupsProgressing", "Replicas are progressing", stamp,
                           probe=None)
         return status
+
+
+def _add_env(spec: Obj, values: dict[str, str]) -> None:
+    """What LeaderWorkerSet's pod webhook adds to every container: the leader's address
+    (``<leader>.<lws>.<namespace>``), the group size and the pod's worker index."""
+    for key in ("initContainers", "containers"):
+        for container in spec.get(key) or []:
+            env = container.setdefault("env", [])
+            have = {e.get("name") for e in env}
+            env.extend({"name": k, "value": v} for k, v in values.items() if k not in have)
