@@ -143,7 +143,9 @@ def test_a_missing_verb_is_reported_on_the_pod_and_serve_keeps_running(cluster: 
     node["status"] = {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
                       "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
                       "conditions": [{"type": "Ready", "status": "True"}]}
-    admin.update_status(node)
+    node = admin.update_status(node)
+    node["spec"]["taints"] = []  # the server's not-ready taint: no kubelet here to clear it
+    admin.update(node)
     admin.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": ns},
                   "spec": {"schedulerName": "drasched",
                            "containers": [{"name": "c", "image": "busybox",
