@@ -10,6 +10,8 @@ import yaml
 
 from drasched.testing.apiserver import REPO_ROOT, helm_binary
 
+KUBE_VERSION = "v1.36.3"
+"""The cluster version `helm template` renders for (the chart requires 1.34 or later)."""
 CHART = REPO_ROOT / "deploy" / "helm" / "drasched"
 Obj = dict[str, Any]
 
@@ -23,7 +25,7 @@ def helm(*args: str) -> subprocess.CompletedProcess[str]:
 def render(*sets: str, namespace: str = "drasched-system", release: str = "drasched",
            include_crds: bool = False) -> list[Obj]:
     """``helm template`` of the chart with ``--set`` values; the objects, in the order helm writes them."""
-    args = ["template", release, str(CHART), "--namespace", namespace]
+    args = ["template", release, str(CHART), "--namespace", namespace, "--kube-version", KUBE_VERSION]
     if include_crds:
         args.append("--include-crds")
     for s in sets:

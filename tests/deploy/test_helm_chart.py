@@ -5,11 +5,11 @@ from __future__ import annotations
 import yaml
 
 from drasched.scheduler.config import config_from_yaml
-from tests.deploy.helm import CHART, by_kind, helm, render
+from tests.deploy.helm import CHART, KUBE_VERSION, by_kind, helm, render
 
 
 def test_helm_lint_is_clean() -> None:
-    done = helm("lint", "--strict", str(CHART))
+    done = helm("lint", "--strict", "--kube-version", KUBE_VERSION, str(CHART))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 chart(s) failed" in done.stdout
 
