@@ -1,10 +1,11 @@
 """The long fuzz run: many seeds, every distinct crash site counted, hangs cut by an alarm.
 
-    .venv/bin/python -m tests.fuzz.long_run --count 10000 [--start 0] [--limit 20] [--json out.json]
+    .venv/bin/python -m tests.fuzz.long_run --count 10000 [--start 0] [--limit 20] [--json out.json] [--keep DIR]
 
 Prints the exit codes seen and, per distinct crash site (exception type, innermost drasched
 frame), how many inputs hit it and the first seed that did; ``tests.fuzz.mutate.simulate``
-with that seed reproduces it. Exit status 1 if any input crashed or hung.
+with that seed reproduces it while the corpus and the mutations stay as they are; ``--keep``
+saves every failing input file for good. Exit status 1 if any input crashed or hung.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import shutil
 import signal
 import sys
 import tempfile
@@ -38,12 +40,19 @@ def _site(exc: BaseException) -> str:
     return f"{type(exc).__name__} at {f.filename.rsplit('/src/', 1)[-1]}:{f.lineno} ({f.name})"
 
 
+def _keep(keep: str | None, tmp: Path, seed: int) -> None:
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(tmp / f"fuzz-{seed}.yaml", Path(keep) / f"fuzz-{seed}.yaml")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--count", type=int, default=1000)
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--limit", type=int, default=20, help="seconds per input before it counts as a hang")
     ap.add_argument("--json", help="write the summary here")
+    ap.add_argument("--keep", help="copy every input that crashed or hung into this directory")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGALRM, _alarm)
     codes: collections.Counter[int] = collections.Counter()
@@ -56,10 +65,12 @@ def main(argv: list[str] | None = None) -> int:
                 codes[simulate(seed, Path(tmp)).code] += 1
             except Hang:
                 sites.setdefault("hang", []).append(seed)
+                _keep(args.keep, Path(tmp), seed)
             except BaseException as exc:  # every crash is a finding
                 if isinstance(exc, KeyboardInterrupt):
                     raise
                 sites.setdefault(_site(exc), []).append(seed)
+                _keep(args.keep, Path(tmp), seed)
             finally:
                 signal.alarm(0)
     summary = {

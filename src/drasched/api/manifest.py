@@ -58,12 +58,23 @@ class Loaded:
 
 
 def _describe(obj: Obj) -> str:
+    """``Kind namespace/name`` for an error message, whatever types those fields hold."""
     md = obj.get("metadata")
     if not isinstance(md, dict):
         md = {}
-    name = md.get("name") or md.get("generateName") or "<unnamed>"
-    ns = md.get("namespace")
-    return f"{obj.get('kind') or '<no kind>'} {f'{ns}/' if ns else ''}{name}"
+    kind = _short(obj.get("kind")) or "<no kind>"
+    name = _short(md.get("name")) or _short(md.get("generateName")) or "<unnamed>"
+    ns = _short(md.get("namespace"))
+    return f"{kind} {f'{ns}/' if ns else ''}{name}"
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    """A string field as it is (cut at ``limit``), or ``<json type>`` when it is not a string."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str):
+        return f"<{type(value).__name__}>"
+    return value if len(value) <= limit else f"{value[:limit]}...({len(value)} characters)"
 
 
 def parse_documents(text: str, source: str) -> list[Loaded]:
