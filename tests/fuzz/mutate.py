@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import random
 from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
@@ -133,8 +134,12 @@ class Outcome:
 
 
 def write(docs: list[Obj], path: Path) -> None:
-    """YAML; the deep-nesting placeholders become nested flow sequences in the text."""
-    text = yaml.safe_dump_all(docs, sort_keys=False, width=1 << 20)
+    """YAML (JSON, which YAML reads too, when the YAML writer cannot nest that deep); the
+    deep-nesting placeholders become nested flow sequences in the text."""
+    try:
+        text = yaml.safe_dump_all(docs, sort_keys=False, width=1 << 20)
+    except RecursionError:
+        text = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
     for marker, depth in ((DEEP_2000, 2000), (DEEP_5000, 5000)):
         text = text.replace(marker, "[" * depth + "1" + "]" * depth)
     path.write_text(text, encoding="utf-8")
