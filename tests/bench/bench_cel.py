@@ -12,7 +12,7 @@ from typing import Any
 import celpy
 import celpy.celtypes as ct
 
-from drasched.api.quantity import Quantity
+from drasched.quantity import Quantity
 from drasched.cel import DeviceView, compile_selector
 
 EXPR = (

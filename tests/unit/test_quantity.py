@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import pytest
 
-from drasched.api.quantity import ErrFormatWrong, ErrSuffix, Format, Quantity, QuantityError
+from drasched.quantity import ErrFormatWrong, ErrSuffix, Format, Quantity, QuantityError
 
 DSI, BSI, DEX = Format.DECIMAL_SI, Format.BINARY_SI, Format.DECIMAL_EXPONENT
 MAX_INT64 = (1 << 63) - 1
@@ -171,7 +171,7 @@ def test_parse_error_messages_are_upstreams() -> None:
     [("0.025Ti", True, "0", "025", "Ti"), (".", True, "0", "", ""), ("-.", False, "0", "", "")],
 )
 def test_scan_upstream(text: str, positive: bool, num: str, denom: str, suffix: str) -> None:
-    from drasched.api.quantity import _scan
+    from drasched.quantity import _scan
 
     assert _scan(text) == (positive, num, denom, suffix)
 

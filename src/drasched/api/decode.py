@@ -27,7 +27,7 @@ from typing import Any
 from drasched.api import kinds
 from drasched.api.errors import ApiError, BadRequest, Cause, invalid
 from drasched.api.kinds import ResourceType
-from drasched.api.quantity import Quantity, QuantityError
+from drasched.quantity import Quantity, QuantityError
 from drasched.api.shapes import Shape, shape_for
 
 Obj = dict[str, Any]

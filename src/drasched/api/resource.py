@@ -7,7 +7,7 @@ newer API server's fields survive a round trip through drasched untouched.
 
 Field names and semantics follow ``k8s.io/api/resource/v1/types.go`` (Kubernetes 1.36).
 Quantities stay as the strings (or YAML numbers) they were written as; parse them with
-:class:`drasched.api.quantity.Quantity` where arithmetic is needed.
+:class:`drasched.quantity.Quantity` where arithmetic is needed.
 """
 
 from __future__ import annotations

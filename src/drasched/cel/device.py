@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from drasched.api.quantity import Quantity
+from drasched.quantity import Quantity
 from drasched.cel.semver import Semver, SemverError
 
 __all__ = ["AttributeValue", "DeviceView", "device_view_from_slice_device", "split_qualified_name"]

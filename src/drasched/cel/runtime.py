@@ -16,7 +16,7 @@ from typing import Any, Final, NoReturn
 
 import re2
 
-from drasched.api.quantity import Format, Quantity, QuantityError
+from drasched.quantity import Format, Quantity, QuantityError
 from drasched.cel.semver import Semver, SemverError
 
 INT_MIN: Final = -(1 << 63)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from drasched.api.quantity import QuantityError
+from drasched.quantity import QuantityError
 from drasched.api.resource import CapacityRequestPolicy
 from drasched.dra.pools import DeviceEntry, format_quantity, qualify, quantity, qvalue
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from drasched.api.quantity import Quantity
+from drasched.quantity import Quantity
 
 Obj = dict[str, Any]
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from drasched.api.quantity import Format, Quantity, QuantityError
+from drasched.quantity import Format, Quantity, QuantityError
 from drasched.api.resource import (
     CapacityRequestPolicy,
     Device,

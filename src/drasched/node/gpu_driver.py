@@ -28,7 +28,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from drasched.api.quantity import Quantity, QuantityError
+from drasched.quantity import Quantity, QuantityError
 from drasched.node.cdi import ContainerEdits
 from drasched.node.driver import AllocatedDevice, ClaimRef, ConfigError, Driver, PoolSpec
 

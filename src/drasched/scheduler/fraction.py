@@ -23,7 +23,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from drasched.api.quantity import Quantity, QuantityError
+from drasched.quantity import Quantity, QuantityError
 from drasched.scheduler.constants import GPU
 
 GPU_FRACTION_ANNOTATION = "drasched.io/gpu-fraction"

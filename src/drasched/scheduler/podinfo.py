@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from drasched.api.quantity import QuantityError
+from drasched.quantity import QuantityError
 from drasched.scheduler.claims import ClaimEntry, claim_entries
 from drasched.scheduler.constants import GPU, POD_GROUP_LABEL, POD_SCHEDULED, PODS, QUEUE_LABEL
 from drasched.scheduler.fraction import FractionError, gpu_fraction

@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from drasched.api.duration import parse_go_duration
-from drasched.api.quantity import QuantityError
+from drasched.quantity import QuantityError
 from drasched.scheduler.constants import DEFAULT_QUEUE
 from drasched.scheduler.resources import exact_units
 

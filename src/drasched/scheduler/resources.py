@@ -13,7 +13,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from drasched.api.quantity import Format, Quantity, QuantityError
+from drasched.quantity import Format, Quantity, QuantityError
 from drasched.scheduler.constants import CPU, FIRST_RESOURCES, MEMORY, PODS
 
 Obj = dict[str, Any]

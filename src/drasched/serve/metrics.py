@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from drasched.api.quantity import Quantity
+from drasched.quantity import Quantity
 
 
 class Metrics:

@@ -17,7 +17,7 @@ import yaml
 
 from drasched.api.duration import parse_go_duration
 from drasched.api.eventname import MAX_NAME_LENGTH, event_name
-from drasched.api.quantity import Quantity, QuantityError
+from drasched.quantity import Quantity, QuantityError
 from drasched.api.validation import check_subdomain
 from drasched.cli import main
 from drasched.node.sim_drivers import parse_sim_gpus

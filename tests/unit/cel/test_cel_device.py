@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from drasched.api.quantity import Quantity
+from drasched.quantity import Quantity
 from drasched.cel import DeviceView, Semver, compile_selector, device_view_from_slice_device
 
 SLICE_DEVICE = {

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from drasched.api.quantity import Quantity
+from drasched.quantity import Quantity
 from drasched.cel import CELCompileError, Semver
 from drasched.cel.compiler import compile_expression
 from drasched.cel.runtime import EvalError, UInt

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from drasched.api.quantity import Quantity
+from drasched.quantity import Quantity
 from drasched.cel import (
     MAX_EXPRESSION_LENGTH,
     CELCompileError,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from drasched.api.errors import Cause
-from drasched.api.quantity import Quantity, QuantityError
+from drasched.quantity import Quantity, QuantityError
 from drasched.api.validation.names import (
     bad,
     check_label,
