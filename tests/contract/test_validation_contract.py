@@ -72,6 +72,18 @@ def priority_class(ns: str, name: str) -> Obj:
     return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": 10}
 
 
+def deployment(ns: str, name: str) -> Obj:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": pod(ns, name)["spec"]}}}
+
+
+def job(ns: str, name: str) -> Obj:
+    spec = {**pod(ns, name)["spec"], "restartPolicy": "Never"}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": ns},
+            "spec": {"template": {"spec": spec}}}
+
+
 def pod_group(ns: str, name: str) -> Obj:
     return {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "PodGroup",
             "metadata": {"name": name, "namespace": ns}, "spec": {"minMember": 2}}
@@ -303,6 +315,12 @@ RULES = [
     Rule("pod-toleration-exists-with-value", pod,
          at("spec.tolerations", [{"key": "k", "operator": "Exists", "value": "v"}]), "spec.tolerations[0].operator",
          "value must be empty when `operator` is 'Exists'"),
+    # pkg/apis/apps and batch validation: a workload's pod template is validated as a pod spec.
+    Rule("deployment-template-container-name", deployment, at("spec.template.spec.containers.0.name", "Web_1"),
+         "spec.template.spec.containers[0].name", 'Invalid value: "Web_1": a lowercase RFC 1123 label'),
+    Rule("job-template-extended-request-without-limit", job,
+         at("spec.template.spec.containers.0.resources", {"requests": {"nvidia.com/gpu": "1"}}),
+         "spec.template.spec.containers[0].resources.limits", "Limit must be set for non overcommitable resources"),
     # pkg/apis/scheduling/validation.
     Rule("priority-over-1e9", priority_class, at("value", 1_000_000_001), "value",
          "Forbidden: maximum allowed value of a user defined priority is 1000000000"),

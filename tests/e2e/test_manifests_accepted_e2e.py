@@ -16,12 +16,14 @@ informer has caught up with the file's own classes.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from drasched.api import kinds
 from drasched.api.errors import ApiError, Forbidden, NotFound
@@ -115,10 +117,34 @@ def remove_cluster_scoped(store: KubeStore, objs: list[Obj]) -> None:
                 store.delete(rt, obj["metadata"]["name"], grace_period_seconds=0)
 
 
+def stand_in_crd(rt: kinds.ResourceType) -> Obj:
+    """A CRD for another project's kind that takes any spec (its schema is not vendored here)."""
+    version: Obj = {"name": rt.version, "served": True, "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+    if rt.has_status:
+        version["subresources"] = {"status": {}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": rt.group_resource},
+            "spec": {"group": rt.group, "scope": "Namespaced" if rt.namespaced else "Cluster",
+                     "names": {"plural": rt.plural, "singular": rt.kind.lower(), "kind": rt.kind,
+                               "listKind": f"{rt.kind}List"},
+                     "versions": [version]}}
+
+
+THIRD_PARTY = [rt for rt in kinds.ALL if rt.group.endswith(".x-k8s.io")]
+"""Kinds of other projects' CRDs (JobSet, LeaderWorkerSet): served here by stand-ins, so only
+their metadata and namespace are checked, not their spec."""
+
+
 @pytest.fixture(scope="module")
-def store() -> Iterator[KubeStore]:
-    """An API server of this module's own: the files' fixed names stay out of other tests' way."""
-    with LocalCluster() as cluster:
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeStore]:
+    """An API server of this module's own: the files' fixed names stay out of other tests' way.
+    It serves drasched's CRDs (deploy/crds) and the stand-ins of ``THIRD_PARTY``."""
+    crd_dir = tmp_path_factory.mktemp("crds")
+    for path in (REPO / "deploy" / "crds").glob("*.yaml"):
+        shutil.copy(path, crd_dir / path.name)
+    (crd_dir / "stand-ins.yaml").write_text(yaml.safe_dump_all([stand_in_crd(rt) for rt in THIRD_PARTY]))
+    with LocalCluster(crd_dir=crd_dir) as cluster:
         yield cluster.store()
 
 

@@ -31,6 +31,7 @@ _BY_TYPE: dict[ResourceType, Callable[[Obj], list[Cause]]] = {
     kinds.DEVICE_CLASS: resource.validate_device_class,
     kinds.RESOURCE_SLICE: slices.validate_slice,
     kinds.NODE: core.validate_node,
+    **{rt: core.validate_pod_template_owner for rt in kinds.ALL if rt.group in ("apps", "batch")},
     kinds.PRIORITY_CLASS: scheduling.validate_priority_class,
     kinds.POD_GROUP: crds.validate_pod_group,
 }

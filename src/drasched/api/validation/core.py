@@ -118,11 +118,11 @@ def _check_toleration(path: str, tol: Obj) -> list[Cause]:
     return causes
 
 
-def _check_pod_claims(spec: Obj) -> tuple[list[Cause], set[str]]:
+def _check_pod_claims(spec: Obj, spec_path: str) -> tuple[list[Cause], set[str]]:
     causes: list[Cause] = []
     names: set[str] = set()
     for i, rc in dict_items(spec.get("resourceClaims")):
-        path = f"spec.resourceClaims[{i}]"
+        path = f"{spec_path}.resourceClaims[{i}]"
         name = rc.get("name")
         if not name:
             causes.append(required(f"{path}.name"))
@@ -145,13 +145,18 @@ def validate_pod(obj: Obj) -> list[Cause]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return [required("spec")]
-    causes, pod_claims = _check_pod_claims(spec)
+    return check_pod_spec(spec, "spec")
+
+
+def check_pod_spec(spec: Obj, spec_path: str) -> list[Cause]:
+    """``ValidatePodSpec``'s rules drasched enforces, for a pod or a workload's pod template."""
+    causes, pod_claims = _check_pod_claims(spec, spec_path)
     if not spec.get("containers"):
-        causes.append(required("spec.containers"))
+        causes.append(required(f"{spec_path}.containers"))
     seen: set[Any] = set()
     for group in ("initContainers", "containers"):
         for i, c in dict_items(spec.get(group)):
-            path = f"spec.{group}[{i}]"
+            path = f"{spec_path}.{group}[{i}]"
             causes += check_label(f"{path}.name", c.get("name"))
             if c.get("name") in seen:
                 causes.append(duplicate(f"{path}.name", c.get("name")))
@@ -163,11 +168,22 @@ def validate_pod(obj: Obj) -> list[Cause]:
                 causes += check_resource_requirements(f"{path}.resources", resources)
                 causes += _check_container_claims(f"{path}.resources.claims", resources.get("claims"), pod_claims)
     for i, tol in dict_items(spec.get("tolerations")):
-        causes += _check_toleration(f"spec.tolerations[{i}]", tol)
+        causes += _check_toleration(f"{spec_path}.tolerations[{i}]", tol)
     if isinstance(spec.get("nodeName"), str) and spec["nodeName"]:
-        causes += check_subdomain("spec.nodeName", spec["nodeName"])
+        causes += check_subdomain(f"{spec_path}.nodeName", spec["nodeName"])
     # spec.priority and spec.preemptionPolicy are the Priority admission plugin's (403 before validation)
     return causes
+
+
+def validate_pod_template_owner(obj: Obj) -> list[Cause]:
+    """Deployments, ReplicaSets, StatefulSets and Jobs: the API server validates their pod
+    template as a pod spec (``ValidatePodTemplateSpec``), so a bad template is refused with
+    the workload, before any pod exists."""
+    spec = obj.get("spec")
+    template = spec.get("template") if isinstance(spec, dict) else None
+    if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
+        return []
+    return check_pod_spec(template["spec"], "spec.template.spec")
 
 
 def validate_node(obj: Obj) -> list[Cause]:
