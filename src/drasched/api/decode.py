@@ -27,8 +27,8 @@ from typing import Any
 from drasched.api import kinds
 from drasched.api.errors import ApiError, BadRequest, Cause, invalid
 from drasched.api.kinds import ResourceType
-from drasched.quantity import Quantity, QuantityError
 from drasched.api.shapes import Shape, shape_for
+from drasched.quantity import Quantity, QuantityError
 
 Obj = dict[str, Any]
 

@@ -153,3 +153,7 @@ class PodDisruptionBudget(View):
     metadata: models.ObjectMeta = msgspec.field(default_factory=models.ObjectMeta)
     spec: PodDisruptionBudgetSpec = msgspec.field(default_factory=PodDisruptionBudgetSpec)
     status: PodDisruptionBudgetStatus = msgspec.field(default_factory=PodDisruptionBudgetStatus)
+
+
+class PodSchedulingGate(View):
+    name: str = ""

@@ -27,6 +27,7 @@ from drasched.api.decode_views import (
     Int32,
     Lease,
     PodDisruptionBudget,
+    PodSchedulingGate,
     ServiceAccount,
 )
 from drasched.api.kinds import ResourceType
@@ -79,6 +80,8 @@ VIEW_OF: dict[str, type[View]] = {
 """The view whose fields give each kind's shape, by kind (each kind has one API version)."""
 
 SHAPE_OVERRIDES: dict[tuple[type[View], str], Any] = {
+    (models.ObjectMeta, "deletionGracePeriodSeconds"): int | None,
+    (models.PodSpec, "schedulingGates"): list[PodSchedulingGate],
     (models.PodSpec, "priority"): Int32 | None,
     (models.PriorityClass, "value"): Int32,
     (models.QueueSpec, "priority"): Int32,
