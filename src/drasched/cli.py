@@ -134,6 +134,47 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_snapshot(args: argparse.Namespace) -> int:
+    from drasched.plan.anonymize import anonymize
+    from drasched.plan.snapshot import take_snapshot, write_snapshot
+    from drasched.store.credentials import CredentialsError
+    from drasched.store.kube import KubeStore
+
+    try:
+        store = KubeStore.from_kubeconfig(args.kubeconfig, args.context)
+    except CredentialsError as exc:
+        print(f"drasched snapshot: {exc}", file=sys.stderr)
+        return 2
+    with store:
+        objects = take_snapshot(store)
+    if args.anonymize:
+        objects = anonymize(objects)
+    for path in write_snapshot(objects, Path(args.output)):
+        print(path, file=sys.stderr)
+    return 0
+
+
+def _cmd_what_if(args: argparse.Namespace) -> int:
+    from drasched.api.manifest import ManifestError, load_paths
+    from drasched.plan.whatif import Change, ChangeError, what_if
+    from drasched.sim.runner import SimulationError
+
+    try:
+        base = [item.obj for item in load_paths(args.base)]
+        adds = [item.obj for item in load_paths(args.add)] if args.add else []
+        comparison = what_if(base, Change(adds, args.remove, args.set), default_duration=args.default_duration,
+                             max_rounds=args.max_rounds)
+    except (ManifestError, ChangeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except SimulationError as exc:
+        for line in exc.errors:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    print("\n".join(comparison.lines()))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="drasched", description=__doc__)
     parser.add_argument("--version", action="version", version=f"drasched {__version__}")
@@ -149,6 +190,26 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=0, help="seed for generated names and uids")
     sim.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     sim.set_defaults(func=_cmd_simulate)
+
+    snap = sub.add_parser("snapshot", help="read a cluster's scheduling objects into manifests simulate accepts")
+    snap.add_argument("--kubeconfig", help="kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config)")
+    snap.add_argument("--context", help="kubeconfig context to use (default: its current-context)")
+    snap.add_argument("-o", "--output", default="snapshot", metavar="DIR", help="directory to write")
+    snap.add_argument("--anonymize", action="store_true",
+                      help="replace namespace, node, pod and claim names (and references to them)")
+    snap.set_defaults(func=_cmd_snapshot)
+
+    wi = sub.add_parser("what-if", help="simulate manifests and a changed copy of them, print the difference")
+    wi.add_argument("base", nargs="+", metavar="BASE", help="manifests of the cluster as it is (files, directories)")
+    wi.add_argument("--add", action="append", default=[], metavar="FILE",
+                    help="objects to add (replacing any of the same kind and name)")
+    wi.add_argument("--remove", action="append", default=[], metavar="KIND/[NS/]NAME", help="an object to remove")
+    wi.add_argument("--set", action="append", default=[], metavar="queue/NAME.spec.resources.X.quota=V",
+                    help="set a queue's quota, limit or overQuotaWeight for resource X")
+    wi.add_argument("--default-duration", metavar="DURATION",
+                    help="pods without drasched.io/sim-duration finish after this virtual time (e.g. 1h)")
+    wi.add_argument("--max-rounds", type=int, default=100_000, help="stop each run after this many rounds")
+    wi.set_defaults(func=_cmd_what_if)
 
     from drasched.node.cli import register as register_driver
 
