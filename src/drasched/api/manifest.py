@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from drasched.api import validation
+from drasched.api.conversion import ConversionError, to_storage_version
 from drasched.api.decode import decode_object
 from drasched.api.defaults import apply_builtin_defaults, apply_crd_defaults
 from drasched.api.errors import ApiError, Invalid
@@ -116,10 +117,18 @@ def parse_documents(text: str, source: str) -> list[Loaded]:
                 for j, sub in enumerate(item.get("items") or []):
                     if not isinstance(sub, dict):
                         raise ManifestError(f"{source}: document {index}: items[{j}]: expected an object")
-                    out.append(Loaded(sub, source, index))
+                    out.append(_loaded(sub, source, index))
             else:
-                out.append(Loaded(item, source, index))
+                out.append(_loaded(item, source, index))
     return out
+
+
+def _loaded(obj: Obj, source: str, index: int) -> Loaded:
+    """An object as the API server would store it: older resource.k8s.io versions converted to v1."""
+    try:
+        return Loaded(to_storage_version(obj), source, index)
+    except ConversionError as exc:
+        raise ManifestError(f"{source}: document {index}: {_describe(obj)}: {exc}") from None
 
 
 MAX_EXPANDED_NODES = 1_000_000

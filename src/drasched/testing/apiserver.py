@@ -57,6 +57,7 @@ FEATURE_GATES = (
 RUNTIME_CONFIG = (
     "resource.k8s.io/v1=true",
     "resource.k8s.io/v1beta2=true",
+    "resource.k8s.io/v1beta1=true",  # older manifests: the conversion contract reads them back as v1
     "scheduling.k8s.io/v1alpha2=true",
 )
 
@@ -215,7 +216,10 @@ class LocalCluster:
         crd_dir: str | os.PathLike[str] | None = None,
         extra_args: list[str] | None = None,
         startup_timeout: float = 120.0,
+        users: dict[str, str] | None = None,
     ) -> None:
+        """``users``: extra user name -> bearer token, each in group system:masters, so that
+        several clients can run as distinct identities (the audit log tells their writes apart)."""
         self.crd_dir = Path(crd_dir) if crd_dir is not None else REPO_ROOT / "deploy" / "crds"
         self.extra_args = list(extra_args or [])
         self.startup_timeout = startup_timeout
@@ -223,7 +227,9 @@ class LocalCluster:
         self.url = ""
         self.etcd_url = ""
         self.dir = Path()
+        self.users = dict(users or {})
         self._procs: list[subprocess.Popen[bytes]] = []
+        self._apiserver_args: list[str] = []
         self._stores: list[KubeStore] = []
 
     def pids(self) -> list[int]:
@@ -328,7 +334,9 @@ class LocalCluster:
         pki = self.dir / "pki"
         pki.mkdir()
         make_pki(pki)
-        (self.dir / "tokens.csv").write_text(f'{self.token},drasched-admin,drasched-admin,"system:masters"\n')
+        (self.dir / "tokens.csv").write_text("".join(
+            f'{token},{user},{user},"system:masters"\n'
+            for user, token in {"drasched-admin": self.token, **self.users}.items()))
 
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
         etcd_url = self.etcd_url = f"http://127.0.0.1:{etcd_port}"
@@ -377,6 +385,7 @@ class LocalCluster:
             f"--feature-gates={','.join(f'{g}=true' for g in FEATURE_GATES)}",
             *self.extra_args,
         ]
+        self._apiserver_args = args
         api = self._spawn(args, self.apiserver_log)
         self._wait(api, self.apiserver_log, f"{self.url}/readyz", "kube-apiserver", verify=True)
 
@@ -384,6 +393,43 @@ class LocalCluster:
         store = self.store()
         self._install_crds(store)
         ensure_namespace(store, "default")
+
+    def restart_apiserver(self, down_seconds: float = 0.0) -> None:
+        """Stop kube-apiserver (SIGTERM, as a rolling update does), keep it down for
+        ``down_seconds``, then start it again on the same port over the same etcd data.
+
+        Clients see their connections and watches end and requests refused meanwhile;
+        every object, resourceVersion and uid survives, as in a control-plane upgrade.
+        """
+        api = self._procs.pop()
+        api.terminate()
+        try:
+            api.wait(30)
+        except subprocess.TimeoutExpired:
+            api.kill()
+            api.wait()
+        time.sleep(down_seconds)
+        with open(self.apiserver_log, "ab") as f:
+            f.write(b"\n--- restarted by the test ---\n")
+        log = self.dir / "kube-apiserver.restarted.log"
+        new = self._spawn(self._apiserver_args, log)
+        self._wait(new, log, f"{self.url}/readyz", "kube-apiserver", verify=True)
+
+    def kubeconfig_for(self, user: str, server: str | None = None) -> str:
+        """Write (once) and return a kubeconfig for one of ``users``, optionally pointing at
+        another ``server`` (a proxy in front of this one that serves the same certificate)."""
+        path = self.dir / (f"kubeconfig-{user}" + ("-proxied" if server else ""))
+        cfg = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "local", "cluster": {"server": server or self.url,
+                                                       "certificate-authority": self.ca_file}}],
+            "users": [{"name": user, "user": {"token": self.users[user]}}],
+            "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}],
+            "current-context": "local",
+        }
+        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        return str(path)
 
     def compact(self) -> int:
         """Compact etcd so that every resourceVersion handed out so far is too old.
