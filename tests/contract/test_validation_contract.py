@@ -454,6 +454,16 @@ def test_a_pod_priority_without_a_class_is_forbidden(store: ClusterStore, ns: st
            "controller computed 0 from the given PriorityClass name" in str(caught.value)
 
 
+def test_admission_names_a_generated_pod_by_its_prefix(store: ClusterStore, ns: str) -> None:
+    """Admission runs before the name is generated: the refusal names the generateName prefix."""
+    obj = pod(ns, "")
+    obj["metadata"] = {"generateName": "worker-", "namespace": ns}
+    obj["spec"]["priorityClassName"] = "missing"
+    with pytest.raises(Forbidden) as caught:
+        store.create(obj)
+    assert str(caught.value) == 'pods "worker-" is forbidden: no PriorityClass with name missing was found'
+
+
 def test_a_pod_preemption_policy_other_than_its_class_is_forbidden(store: ClusterStore, ns: str) -> None:
     obj = pod(ns, "p")
     obj["spec"]["preemptionPolicy"] = "Never"

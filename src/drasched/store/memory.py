@@ -150,6 +150,8 @@ class MemoryStore:
             md.pop("namespace", None)
         elif not md.get("namespace"):
             md["namespace"] = "default"
+        # admission sees the request, before a generated name exists (upstream names the prefix)
+        admission_name = str(md.get("name") or md.get("generateName") or "Unknown")
         if not md.get("name") and md.get("generateName"):
             prefix = md["generateName"][:MAX_GENERATE_NAME_PREFIX]
             for _ in range(16):
@@ -174,7 +176,7 @@ class MemoryStore:
         md["resourceVersion"] = self._next_rv()
         _reset_status_on_create(rt, obj)
         if rt is kinds.POD:
-            self._admit_priority(obj)
+            self._admit_priority(obj, admission_name)
         if rt is kinds.PRIORITY_CLASS:
             self._admit_default_priority_class(obj)
         self._put(key, obj)
@@ -190,7 +192,7 @@ class MemoryStore:
             created = self.update_status(created)
         return created
 
-    def _admit_priority(self, pod: Obj) -> None:
+    def _admit_priority(self, pod: Obj, pod_name: str) -> None:
         """The Priority admission plugin: resolve priorityClassName into spec.priority.
 
         A named class must exist (else 403, as the server answers); without a name the
@@ -201,7 +203,6 @@ class MemoryStore:
         if name:
             pc = self._objects.get((kinds.PRIORITY_CLASS, "", name)) or _SYSTEM_PRIORITY_CLASSES.get(name)
             if pc is None:
-                pod_name = pod["metadata"].get("name", "")
                 raise Forbidden(f'pods "{pod_name}" is forbidden: no PriorityClass with name {name} was found',
                                 "Pod", pod_name)
         else:
@@ -212,7 +213,6 @@ class MemoryStore:
                 spec["priorityClassName"] = pc["metadata"]["name"]
         priority = int(pc.get("value", 0)) if pc is not None else 0
         policy = (pc.get("preemptionPolicy") if pc is not None else None) or "PreemptLowerPriority"
-        pod_name = pod["metadata"].get("name", "")
         if spec.get("priority") is not None and spec["priority"] != priority:
             raise Forbidden(f'pods "{pod_name}" is forbidden: the integer value of priority ({spec["priority"]}) '
                             "must not be provided in pod spec; priority admission controller computed "
