@@ -175,6 +175,31 @@ def _cmd_what_if(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from drasched.api.manifest import ManifestError, load_paths
+    from drasched.plan.explain import ExplainError, explain
+    from drasched.sim.runner import SimulationError
+
+    try:
+        if args.paths:
+            objects = [item.obj for item in load_paths(args.paths)]
+        else:
+            from drasched.plan.snapshot import take_snapshot
+            from drasched.store.kube import KubeStore
+
+            with KubeStore.from_kubeconfig(args.kubeconfig, args.context) as store:
+                objects = take_snapshot(store)
+        print("\n".join(explain(objects, args.pod).lines()))
+    except (ManifestError, ExplainError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except SimulationError as exc:
+        for line in exc.errors:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="drasched", description=__doc__)
     parser.add_argument("--version", action="version", version=f"drasched {__version__}")
@@ -210,6 +235,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="pods without drasched.io/sim-duration finish after this virtual time (e.g. 1h)")
     wi.add_argument("--max-rounds", type=int, default=100_000, help="stop each run after this many rounds")
     wi.set_defaults(func=_cmd_what_if)
+
+    exp = sub.add_parser("explain", help="why a pod is pending, node by node and claim by claim")
+    exp.add_argument("pod", metavar="NS/POD")
+    exp.add_argument("paths", nargs="*", metavar="FILE|DIR",
+                     help="simulate output or input manifests (none: the cluster of --kubeconfig)")
+    exp.add_argument("--kubeconfig", help="read the cluster instead (default: $KUBECONFIG, ~/.kube/config)")
+    exp.add_argument("--context", help="kubeconfig context to use (default: its current-context)")
+    exp.set_defaults(func=_cmd_explain)
 
     from drasched.node.cli import register as register_driver
 
