@@ -71,7 +71,7 @@ def _anonymize_one(obj: Obj, r: Renames) -> Obj:
     if md.get("namespace"):
         md["namespace"] = r.namespaces.get(md["namespace"], md["namespace"])
     own = {"Namespace": r.namespaces, "Node": r.nodes, "Pod": r.pods, "ResourceClaim": r.claims,
-           "ResourceSlice": r.slices}.get(str(kind))
+           "ResourceSlice": r.slices, "BindRequest": r.pods}.get(str(kind))  # a BindRequest is named as its pod
     if own is not None:
         md["name"] = own.get(md["name"], md["name"])
     md.pop("generateName", None)
@@ -94,6 +94,8 @@ def _anonymize_one(obj: Obj, r: Renames) -> Obj:
             pool["name"] = r.nodes[pool["name"]]
     elif kind == "ResourceClaim":
         _claim(status, r)
+    elif kind == "Event":
+        _involved(obj.get("involvedObject") or {}, r)
     elif kind == "BindRequest":
         if spec.get("podName"):
             spec["podName"] = r.pods.get(spec["podName"], spec["podName"])
@@ -101,8 +103,17 @@ def _anonymize_one(obj: Obj, r: Renames) -> Obj:
             spec["selectedNode"] = r.nodes.get(spec["selectedNode"], spec["selectedNode"])
         for key, value in list(spec.items()):
             if key not in ("podName", "selectedNode", "podUID"):
-                spec[key] = _swap(_swap(value, r.claims), r.nodes)
+                spec[key] = _swap(_swap(_swap(value, r.claims), r.nodes), r.pods)
     return obj
+
+
+def _involved(ref: Obj, r: Renames) -> None:
+    names = {"Pod": r.pods, "Node": r.nodes, "ResourceClaim": r.claims, "Namespace": r.namespaces}.get(
+        str(ref.get("kind")), {})
+    if ref.get("name") in names:
+        ref["name"] = names[ref["name"]]
+    if ref.get("namespace") in r.namespaces:
+        ref["namespace"] = r.namespaces[ref["namespace"]]
 
 
 def _pod(spec: Obj, status: Obj, r: Renames) -> None:
