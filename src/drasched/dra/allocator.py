@@ -1071,6 +1071,8 @@ class Allocator:
             if reqs and not any(r in chosen_names for r in reqs):
                 continue
             config.append(_config_entry("FromClaim", reqs, cfg))
+        _widen_covering(config, [(alts[plan.chosen[si]].base, alts[plan.chosen[si]].full_name)
+                                 for si, alts in enumerate(plan.slots)])
         alloc: Obj = {"devices": {"results": out_results}}
         if config:
             alloc["devices"]["config"] = config
@@ -1078,6 +1080,18 @@ class Allocator:
         if sel is not None:
             alloc["nodeSelector"] = sel
         return alloc
+
+
+def _widen_covering(config: list[Obj], chosen: list[tuple[str, str]]) -> None:
+    """Drop ``requests`` from a config that covers every request of the claim (empty means
+    all), as upstream's allocator does since 1.37: a request is covered when the config names
+    it or the subrequest chosen for it (``chosen``: (request, chosen name) per request).
+    Counting names is not enough: a config naming two subrequests of one request would
+    otherwise be widened to a claim with two requests (kubernetes/kubernetes#139803)."""
+    for entry in config:
+        names = entry.get("requests")
+        if names and all(base in names or full in names for base, full in chosen):
+            del entry["requests"]
 
 
 def _config_entry(source: str, requests: list[str], cfg: Obj) -> Obj:

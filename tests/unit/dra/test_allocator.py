@@ -533,6 +533,24 @@ def test_a_claim_failing_alone_after_a_search_names_only_itself() -> None:
 # ---------------------------------------------------------------- config
 
 
+def test_config_naming_every_request_is_written_for_all_but_subrequests_of_one_are_not() -> None:
+    """kubernetes/kubernetes#139803 (fixed for 1.37): a config covering every request of the
+    claim, by name or by the chosen subrequest, is written with ``requests`` empty; one that
+    names two subrequests of one request keeps its scope, though it has as many names as the
+    claim has requests."""
+    first_choice = {"name": "x", "firstAvailable": [{"name": "a", "deviceClassName": DRIVER},
+                                                    {"name": "b", "deviceClassName": DRIVER}]}
+    params = {"driver": DRIVER, "parameters": {}}
+    c = claim("c", first_choice, exact("y"), config=[
+        {"requests": ["x/a", "x/b"], "opaque": params},
+        {"requests": ["x/a", "y"], "opaque": params},
+        {"requests": ["x", "y"], "opaque": params},
+    ])
+    out = alloc_for([gpus("node-1", 2)]).allocate(N1, [c])
+    assert out.ok
+    assert [e.get("requests") for e in out.allocations[0]["devices"]["config"]] == [["x/a", "x/b"], None, None]
+
+
 def test_config_from_class_then_claim_with_request_scoping() -> None:
     opaque = {"driver": DRIVER, "parameters": {"a": 1}}
     cls = device_class(DRIVER, config=[{"opaque": opaque}])
@@ -542,8 +560,9 @@ def test_config_from_class_then_claim_with_request_scoping() -> None:
         {"requests": ["z"], "opaque": {"driver": DRIVER, "parameters": {"z": True}}},
     ])
     out = alloc_for([gpus("node-1", 2)], classes=[cls]).allocate(N1, [c])
+    # the class config covers both requests: written with requests empty (upstream since 1.37)
     assert out.allocations[0]["devices"]["config"] == [
-        {"opaque": opaque, "source": "FromClass", "requests": ["x", "y"]},
+        {"opaque": opaque, "source": "FromClass"},
         {"opaque": {"driver": DRIVER, "parameters": {"all": True}}, "source": "FromClaim"},
         {"requests": ["y"], "opaque": {"driver": DRIVER, "parameters": {"y": True}}, "source": "FromClaim"},
     ]

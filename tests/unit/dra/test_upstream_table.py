@@ -805,7 +805,7 @@ case(
             allocation(
                 L1,
                 result(REQ0, DRIVER_A, POOL1, DEVICE1),
-                config=[{**device_config(DRIVER_A, "classAttribute"), "source": "FromClass", "requests": [REQ0]}],
+                config=[{**device_config(DRIVER_A, "classAttribute"), "source": "FromClass"}],  # 1.37: all
             )
         ],
     ),
@@ -968,7 +968,7 @@ case(
                 L1,
                 result(R0S1, DRIVER_B, POOL1, DEVICE1),
                 result(R0S1, DRIVER_B, POOL1, DEVICE2),
-                config=[{"source": "FromClaim", "requests": [R0S1], **device_config(DRIVER_B, "bar")}],
+                config=[{"source": "FromClaim", **device_config(DRIVER_B, "bar")}],  # 1.37: covers every request
             )
         ],
     ),
@@ -987,7 +987,7 @@ case(
                 L1,
                 result(R0S1, DRIVER_B, POOL1, DEVICE1),
                 result(R0S1, DRIVER_B, POOL1, DEVICE2),
-                config=[{"source": "FromClass", "requests": [R0S1], **device_config(DRIVER_B, "bar")}],
+                config=[{"source": "FromClass", **device_config(DRIVER_B, "bar")}],  # 1.37: covers every request
             )
         ],
     ),
