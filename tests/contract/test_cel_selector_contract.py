@@ -131,6 +131,13 @@ def test_selectors_within_the_limits_are_accepted(store: ClusterStore, ns: str) 
 # Messages as kube-apiserver 1.36.3 writes them (cel-go's positions: an operator's token, a
 # select's '.', a call's '('; ANTLR's syntax errors), checked word for word on both stores.
 EXACT = [
+    ('!-device.driver.size() == 1', "1:3: Syntax error: no viable alternative at input '-device'", 2),
+    ("-!true", "1:2: Syntax error: no viable alternative at input '-!'", 1),
+    ("!-1 == 1", "1:1: found no matching overload for '!_' applied to '(int)'", 0),
+    ('true ? dyn(true) : false', None, 0),
+    ('[device.attributes["gpu.example.com"].model, true][0]', "1:46: expected type 'any' but found 'bool'", 45),
+    ('device.attributes["gpu.example.com"].model.exists(v, v == 1)',
+     "1:37: expression of type 'any' cannot be range of a comprehension (must be list, map, or dynamic)", 36),
     ('"%d".format(["x"]) == "a"',
      '1:14: error during formatting: decimal clause can only be used on integers, was given string', 13),
     ('"%s %s".format([device.driver]) == "a"', '1:15: index 1 out of range', 14),
@@ -152,10 +159,13 @@ EXACT = [
 
 
 @pytest.mark.parametrize(("expression", "detail", "dots"), EXACT)
-def test_compile_errors_word_for_word(store: ClusterStore, expression: str, detail: str, dots: int) -> None:
+def test_compile_errors_word_for_word(store: ClusterStore, expression: str, detail: str | None, dots: int) -> None:
     field, message = _refusal(store, device_class("cel-exact.example.com", expression))
     assert field == CLASS_FIELD
     quoted = json.dumps(expression)
+    if detail is None:  # the result type is dyn: only bool and google.protobuf.Any are allowed
+        assert message == f"Invalid value: {quoted}: must evaluate to bool or the unknown type, not dyn"
+        return
     assert message == (f"Invalid value: {quoted}: compilation failed: ERROR: <input>:{detail}\n"
                        f" | {expression}\n | {'.' * dots}^")
 
@@ -196,7 +206,27 @@ COST_EDGES = [
      'device.attributes["gpu.example.com"].all(a, device.attributes["gpu.example.com"].all(b, '
      'device.attributes["gpu.example.com"].all(c, device.attributes["gpu.example.com"].all(d, true))))'),
     ('device.attributes["gpu.example.com"].model.join(",") == "a"', '["a"].join() == "a"'),  # dyn vs list
+    ("1 == -dyn(1)", "-dyn(1) == -dyn(2)"),  # the smaller operand's size; an unknown one is unbounded
+    ('[1, 2].min() == 1', '["a"].min() == "a"'),  # a list of strings is scanned at a cost nothing bounds
+    ('quantity("1") == quantity("2")', 'quantity("1") == device.attributes["gpu.example.com"].cores[0]'),
 ]
+
+
+# Accepted by kube-apiserver 1.36.3 (null is a Quantity, Semver or device value; an even run of
+# '!' cancels out; dyn() keeps its argument's size; a device compares at no cost).
+ACCEPTED = [
+    'device.capacity["gpu.example.com"].memory != null',
+    '!!semver("1.2.3") == dyn(1)',
+    "dyn([1, 2]).all(x, x == 1)",
+    "cel.bind(d, device, d == d)",
+    "optional.of(1) == optional.of(1)",
+    'true ? device.attributes["gpu.example.com"].model : false',
+]
+
+
+@pytest.mark.parametrize("expression", ACCEPTED)
+def test_selectors_the_api_server_accepts(store: ClusterStore, expression: str) -> None:
+    store.create(device_class(f"cel-ok-{uuid.uuid4().hex[:8]}.example.com", expression))
 
 
 @pytest.mark.parametrize(("accepted", "refused"), COST_EDGES)

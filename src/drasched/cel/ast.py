@@ -295,6 +295,12 @@ def _pos_of(meta_or_tok: Any) -> tuple[int, int]:
     return (getattr(meta_or_tok, "line", 1) or 1, getattr(meta_or_tok, "column", 1) or 1)
 
 
+def _first_token(t: Tree | Token) -> Token | None:
+    while isinstance(t, Tree) and t.children:
+        t = t.children[0]
+    return t if isinstance(t, Token) else None
+
+
 class _Builder:
     """Turns the lark tree into :class:`Node` objects (macros stay calls; the checker expands them).
 
@@ -352,6 +358,22 @@ class _Builder:
 
     def t_unary_op(self, t: Tree) -> Node:
         op, x_t = t.children
+        if isinstance(x_t, Tree) and x_t.data == "unary_op":
+            inner = x_t.children[0]
+            if str(inner) == str(op):
+                # cel-go's parser drops an even run of the same operator: `!!x` is `x`.
+                return self.build(x_t.children[1])
+            # its grammar has no `!-x` or `-!x` (a run of one operator, then a member), but a
+            # number literal may carry a sign: `!-1` is `!` applied to the literal -1
+            nxt = _first_token(x_t.children[1])
+            if str(op) == "-":
+                raise ParseFailure(f"Syntax error: no viable alternative at input '-{inner}'", _pos_of(inner))
+            operand = x_t.children[1]
+            signed_number = (isinstance(operand, Tree) and operand.data == "literal" and nxt is not None
+                             and nxt.type in ("INT_LIT", "FLOAT_LIT"))
+            if not signed_number:
+                pos = _pos_of(nxt) if nxt is not None else _pos_of(inner)
+                raise ParseFailure(f"Syntax error: no viable alternative at input '{inner}{nxt or ''}'", pos)
         if str(op) == "-" and isinstance(x_t, Tree) and x_t.data == "literal":
             tok = x_t.children[0]
             if isinstance(tok, Token) and tok.type in ("INT_LIT", "FLOAT_LIT"):  # fold the sign as cel-go's parser does

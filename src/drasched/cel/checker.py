@@ -112,11 +112,12 @@ def unify(param: Type, arg: Type, b: dict[str, Type]) -> bool:
         if bound is None:
             b[param] = arg
             return True
+        if is_dyn(arg):
+            b[param] = arg  # as cel-go: a dyn or any argument generalises the parameter
+            return True
         if is_dyn(bound):
             return True
-        if is_dyn(arg):
-            return True
-        if bound == arg:
+        if bound == arg or _null_and_object(bound, arg):
             return True
         return _compatible(bound, arg, b)
     if is_dyn(arg) or is_dyn(param):
@@ -126,6 +127,11 @@ def unify(param: Type, arg: Type, b: dict[str, Type]) -> bool:
     if param[0] != arg[0] or len(param) != len(arg):
         return False
     return all(unify(p, a, b) for p, a in zip(param[1:], arg[1:]))
+
+
+def _null_and_object(x: Type, y: Type) -> bool:
+    """null is a value of every object type (Quantity, Semver, the device), as in cel-go."""
+    return (x == NULL and y in (QTY, SEMVER, DEVICE)) or (y == NULL and x in (QTY, SEMVER, DEVICE))
 
 
 def _compatible(x: Type, y: Type, b: dict[str, Type]) -> bool:
@@ -519,12 +525,13 @@ class Checker:
         return n, Info(list_of(DYN if et is None else et), raises=raises)
 
     def _join(self, acc: Type | None, t: Type, pos: tuple[int, int]) -> Type:
-        """Homogeneous aggregate literals: every element has the same type (dyn excepted)."""
+        """Homogeneous aggregate literals: every element has the same type (dyn excepted; an
+        attribute value's type, google.protobuf.Any, is a type like any other here)."""
         t = _norm(t)
         if acc is None:
             return t
-        if is_dyn(acc) or is_dyn(t) or acc == t:
-            return acc if not is_dyn(acc) else t if acc == ANY else acc
+        if DYN in (acc, t) or acc == t:
+            return acc if acc != DYN else t
         if _compatible(acc, t, {}):
             return acc
         raise CheckError(f"expected type '{fmt(acc)}' but found '{fmt(t)}'", pos)
@@ -673,9 +680,7 @@ class Checker:
         bind: dict[str, Type] = {}
         if not (unify(A, ai.type, bind) and unify(A, bi.type, bind)):
             self._no_overload("_?_:_", [ci.type, ai.type, bi.type], n.pos)
-        rt = _norm(ai.type) if not is_dyn(ai.type) else _norm(bi.type)
-        if is_dyn(ai.type) or is_dyn(bi.type):
-            rt = DYN
+        rt = _norm(bind.get(A, DYN))
         n.args = [c, a, b]
         return n, Info(rt, raises=ci.raises or ai.raises or bi.raises or is_dyn(ci.type))
 
@@ -729,7 +734,7 @@ class Checker:
             else:
                 res = opt_of(bi.type)
             return Comprehension(n.pos, kind, rng, py, None, [body]), Info(res, raises=True)
-        if is_dyn(rt):
+        if rt == DYN:
             t1: Type = DYN
             t2: Type = DYN
         elif isinstance(rt, tuple) and rt[0] == "list":

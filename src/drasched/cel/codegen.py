@@ -232,7 +232,7 @@ class CodeGen:
             if types[0] == STRING:
                 return stmts, f"({rx}.search({exprs[0]}) is not None)"
         impl = self._impl(fn, info.overloads)
-        if impl.startswith("t:") and any(is_dyn(x) for x in types):
+        if impl.startswith("t:") and any(is_dyn(x) for x in types) and fn != "dyn":
             impl = GENERIC[fn]  # inline code assumes the declared types; dyn needs the checks
         return stmts, self._apply(impl, exprs)
 

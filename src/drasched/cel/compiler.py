@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from drasched.cel import runtime as rt
 from drasched.cel.ast import ParseFailure, parse
-from drasched.cel.checker import ANY, BOOL, DEVICE, Checker, CheckError, Type, fmt, is_dyn
+from drasched.cel.checker import ANY, BOOL, DEVICE, Checker, CheckError, Type, fmt
 from drasched.cel.codegen import CodeGen
 from drasched.cel.cost import estimate_cost
 from drasched.cel.device import DeviceView
@@ -108,8 +108,8 @@ def _compile(expression: str, require_bool: bool = True) -> CompiledSelector | C
         checker = Checker()
         root, info = checker.check(root, {})
         out = info.type
-        if require_bool and not (out == BOOL or is_dyn(out)):
-            shown = "any" if out == ANY else fmt(out)
+        if require_bool and out not in (BOOL, ANY):  # upstream: bool or the unknown type (not dyn)
+            shown = fmt(out)
             return _compile_error(f"must evaluate to bool or the unknown type, not {shown}", expression, root.pos)
         max_cost = estimate_cost(root, checker.info)
         gen = CodeGen(checker)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from drasched.cel.ast import Call, Comprehension, CreateList, CreateMap, Ident, Index, Literal, Node, Select
-from drasched.cel.checker import DEVICE, DOUBLE, INT, UINT, Info
+from drasched.cel.checker import ANY, BOOL, BYTES, DEVICE, DOUBLE, DYN, INT, QTY, SEMVER, STRING, UINT, Info
 
 __all__ = ["UNBOUNDED", "estimate_cost"]
 
@@ -32,12 +32,15 @@ _MAX_ATTRIBUTE_VALUE: Final = 64  # DeviceAttributeMaxValueLength
 _MAX_DRIVER: Final = 63  # DriverNameMaxLength
 _STRING_FUNCTIONS: Final = frozenset(
     {"contains", "startsWith", "endsWith", "lowerAscii", "upperAscii", "trim", "replace", "split", "indexOf",
-     "lastIndexOf", "substring", "charAt", "reverse", "join", "_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_",
-     "@in", "size", "string", "bytes", "quantity", "semver", "isQuantity", "isSemver"}
+     "lastIndexOf", "substring", "charAt", "reverse", "join", "@in", "size", "quantity", "semver", "isQuantity",
+     "isSemver"}
 )
 _REGEX_FUNCTIONS: Final = frozenset({"matches", "find", "findAll"})
 _ORDERING: Final = frozenset({"_<_", "_<=_", "_>_", "_>=_"})
+_COMPARISONS: Final = _ORDERING | {"_==_", "_!=_"}
+_LIST_SCANS: Final = frozenset({"isSorted", "sum", "min", "max", "indexOf", "lastIndexOf"})
 _NUMBERS: Final = frozenset({INT, UINT, DOUBLE})
+_SCALAR_TYPES: Final = frozenset({INT, UINT, DOUBLE, BOOL})  # cel-go isScalar: constant size
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,8 @@ class _Estimator:
             return 0, _Shape(size)
         if isinstance(n, Ident):
             i = self._info.get(id(n))
+            if i is not None and i.type == DEVICE:
+                return 1, _Shape(0)  # the declared object type has no elements of its own
             name = i.pyname if i is not None and i.pyname else n.name
             return 1, env.get(name, _UNKNOWN)
         if isinstance(n, Select):
@@ -117,6 +122,8 @@ class _Estimator:
         fn = n.function
         base = sum(c for c, _ in parts)
         shapes = [s for _, s in parts]
+        if fn == "dyn" and shapes:
+            return base, shapes[0]  # a conversion of the static type only
         if fn == "_?_:_":
             return parts[0][0] + max(parts[1][0], parts[2][0]), _widest(shapes[1:]) or _UNKNOWN
         if fn in ("_&&_", "_||_"):
@@ -128,6 +135,8 @@ class _Estimator:
         if fn == "sort" and shapes:  # cel-go charges 2n² for sorting n elements (probed on kube-apiserver 1.36)
             size = shapes[0].size
             return (base + 1 + 2 * size * size if size < UNBOUNDED else UNBOUNDED), shapes[0]
+        if fn in _LIST_SCANS and _is_text_list(self._type(args[0])):
+            return UNBOUNDED, _UNKNOWN  # Kubernetes charges each string's size, which it cannot know here
         if fn == "join" and _is_list(self._type(args[0])):
             return UNBOUNDED, _UNKNOWN  # cel-go cannot bound the joined string (on dyn it does not try)
         if fn == "lists.range" and isinstance(args[0], Literal) and isinstance(args[0].value, int):
@@ -140,13 +149,31 @@ class _Estimator:
             return base + 1 + work, _Shape(subject, _Shape(subject))
         if fn in _ORDERING and all(self._type(a) in _NUMBERS for a in args):
             return base + 1, _SCALAR  # numbers compare at a constant cost
+        if fn == "@in" and len(args) == 2:  # O(n) in a list, O(1) in a map
+            n_items = shapes[1].size if _is_list(self._type(args[1])) or self._type(args[1]) in (DYN, ANY) else 1
+            return (base + n_items if n_items < UNBOUNDED else UNBOUNDED), _SCALAR
+        if fn in _COMPARISONS and len(args) == 2:
+            return self._comparison(args, shapes, base), _SCALAR
         if fn in _STRING_FUNCTIONS:
             known = [s.size for s in shapes if s.size < UNBOUNDED]
             extra = math.ceil(max(known) * _TRAVERSAL) if known else 0
+            if fn in ("quantity", "semver"):
+                return base + 1 + extra, _UNKNOWN  # an object; no size cel-go could know
             size = shapes[0].size if shapes else UNBOUNDED
             return base + 1 + extra, _Shape(size, shapes[0].elem if shapes else None)
         same_size = fn in ("flatten", "distinct", "sort", "slice")
         return base + 1, (_widest(shapes) or _UNKNOWN) if same_size else _UNKNOWN
+
+    def _comparison(self, args: list[Node], shapes: list[_Shape], base: float) -> float:
+        """cel-go: the smaller operand's maximum size times 0.1 (values of scalar types have
+        size 1; a size nothing bounds makes the comparison unbounded). Two Quantities or two
+        Semvers compare at a constant cost, as the Kubernetes estimator has it."""
+        types = [self._type(a) for a in args]
+        if types[0] == types[1] and types[0] in (QTY, SEMVER):
+            return base + 1
+        sizes = [1 if _is_scalar(t) else s.size for t, s in zip(types, shapes)]
+        smallest = min(sizes)
+        return UNBOUNDED if smallest == UNBOUNDED else base + math.ceil(smallest * _TRAVERSAL)
 
     def _comprehension(self, n: Comprehension, env: dict[str, _Shape]) -> tuple[float, _Shape]:
         c_range, shape = self.cost(n.iter_range, env)
@@ -162,7 +189,9 @@ class _Estimator:
             inner[n.var2] = elem
         bodies = [self.cost(a, inner) for a in n.args]
         per_item = sum(c for c, _ in bodies) + 3  # loop condition, accumulator read and step
-        if n.kind == "filter":
+        if n.kind == "exists":
+            per_item += 1  # the loop condition negates the accumulator
+        elif n.kind == "filter":
             per_item += _LIST_CREATE  # the step is ``p(x) ? accu + [x] : accu``
         elif n.kind in ("map", "transformList", "transformMap", "sortBy"):
             per_item += _LIST_CREATE - 1  # the step is ``accu + [f(x)]``; no loop condition
@@ -175,6 +204,17 @@ class _Estimator:
             return total, _SCALAR
         out_elem = bodies[-1][1] if n.kind in ("map", "transformList", "transformMap") else elem
         return total, _Shape(shape.size, out_elem)
+
+
+def _is_scalar(t: Any) -> bool:
+    """cel-go isScalar: a type of constant size (an optional of one too)."""
+    if isinstance(t, tuple) and t[0] == "optional_type":
+        return _is_scalar(t[1])
+    return t in _SCALAR_TYPES
+
+
+def _is_text_list(t: Any) -> bool:
+    return _is_list(t) and t[1] in (STRING, BYTES)
 
 
 def _is_list(t: Any) -> bool:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from drasched.quantity import Quantity
 from drasched.cel.semver import Semver, SemverError
+from drasched.quantity import Quantity
 
 __all__ = ["AttributeValue", "DeviceView", "device_view_from_slice_device", "split_qualified_name"]
 

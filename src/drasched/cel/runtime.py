@@ -16,8 +16,8 @@ from typing import Any, Final, NoReturn
 
 import re2
 
-from drasched.quantity import Format, Quantity, QuantityError
 from drasched.cel.semver import Semver, SemverError
+from drasched.quantity import Format, Quantity, QuantityError
 
 INT_MIN: Final = -(1 << 63)
 INT_MAX: Final = (1 << 63) - 1
