@@ -509,7 +509,7 @@ class Allocator:
                     tuple(sp.shape for sp in specs))
         memo = self._failures.get(memo_key)
         if memo is not None:
-            return AllocationOutcome(False, reasons=_rename(memo[1], memo[0], [sp.key for sp in specs]))
+            return AllocationOutcome(False, reasons=ex.rename_claims(memo[1], memo[0], [sp.key for sp in specs]))
         outcome = self._allocate_specs(node, node_name, np, specs, claims, allocations, new, ns_labels, started)
         if not outcome.ok and not outcome.pod_error and not any(r.kind == ex.TIMED_OUT for r in outcome.reasons):
             if len(self._failures) > 200_000:
@@ -1102,23 +1102,6 @@ def _config_entry(source: str, requests: list[str], cfg: Obj) -> Obj:
         entry["requests"] = list(requests)
     entry.update((k, copy.deepcopy(v)) for k, v in cfg.items() if k not in ("source", "requests"))
     return entry
-
-
-def _rename(reasons: list[Reason], old: list[str], new: list[str]) -> list[Reason]:
-    """Memoised reasons with the claim names of the current call."""
-    if old == new:
-        return list(reasons)
-    names = dict(zip(old, new))
-    out = []
-    for r in reasons:
-        claim = names.get(r.claim)
-        if claim is None and r.kind == ex.COMBINATION:
-            claim = ", ".join(names.get(k, k) for k in r.claim.split(", "))
-        if claim is not None:
-            r = copy.copy(r)
-            object.__setattr__(r, "claim", claim)  # a fresh copy of a frozen value object
-        out.append(r)
-    return out
 
 
 def _node_selector(devices: list[DeviceEntry], node_name: str) -> Obj | None:

@@ -8,6 +8,7 @@ devices: 4 failed class selector, 2 in use``. Reasons from many nodes merge by s
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,3 +150,21 @@ def summarize(reasons: Iterable[Reason]) -> str:
         if p not in phrases:
             phrases.append(p)
     return "; ".join(phrases)
+
+
+def rename_claims(reasons: list[Reason], old: list[str], new: list[str]) -> list[Reason]:
+    """Memoised reasons with the claim names of the current call: reasons found for one pod's
+    claims (``old``) reused for another pod of the same shape (``new``)."""
+    if old == new:
+        return list(reasons)
+    names = dict(zip(old, new))
+    out = []
+    for r in reasons:
+        claim = names.get(r.claim)
+        if claim is None and r.kind == COMBINATION:
+            claim = ", ".join(names.get(k, k) for k in r.claim.split(", "))
+        if claim is not None:
+            r = copy.copy(r)
+            object.__setattr__(r, "claim", claim)  # a fresh copy of a frozen value object
+        out.append(r)
+    return out

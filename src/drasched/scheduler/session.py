@@ -66,7 +66,8 @@ class Session:
     """Pod key -> the PodScheduled=False message of this cycle."""
     group_messages: dict[str, str] = field(default_factory=dict)
     _static: dict[str, StaticResult] = field(default_factory=dict)
-    dra_failures: dict[tuple[str, int], tuple[tuple[int, int], list[Reason]]] = field(default_factory=dict)
+    dra_failures: dict[tuple[str, int], tuple[tuple[int, int], list[Reason], list[str]]] = field(default_factory=dict)
+    """Allocator failures per (pod shape, node): node version, reasons, and the claims they name."""
     _claim_views: dict[str, Obj] = field(default_factory=dict)
     needs_cache: dict[str, list[RowNeed]] = field(default_factory=dict)
     _pins: dict[str, tuple[Obj, np.ndarray]] = field(default_factory=dict)

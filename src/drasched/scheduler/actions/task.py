@@ -239,7 +239,7 @@ def _allocate_first(session: Session, t: PodInfo, claims: list[PodClaim], px: Po
         version = session.dra_version(j)
         hit = session.dra_failures.get(cache_key)
         if hit is not None and hit[0] == version:
-            tried[j] = hit[1]
+            tried[j] = ex.rename_claims(hit[1], hit[2], keys)  # found for another pod of this shape
             continue
         try:
             outcome = dra.allocate(session, j, objs, t.namespace)
@@ -257,7 +257,7 @@ def _allocate_first(session: Session, t: PodInfo, claims: list[PodClaim], px: Po
             if score >= ceiling:
                 break
             continue
-        session.dra_failures[cache_key] = (version, outcome.reasons)
+        session.dra_failures[cache_key] = (version, outcome.reasons, keys)
         tried[j] = outcome.reasons
     if best is not None:
         return best[1], best[2], best[3], None
