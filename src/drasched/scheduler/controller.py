@@ -17,6 +17,7 @@ from drasched.api.errors import AlreadyExists, ApiError, NotFound
 from drasched.api.meta import format_time, parse_time
 from drasched.api.resource import FINALIZER
 from drasched.control import ControllerContext
+from drasched.scheduler.backoff import BindBackoff
 from drasched.scheduler.cache import SchedulerCache
 from drasched.scheduler.config import ConfigError, SchedulerConfig, config_from_yaml
 from drasched.scheduler.constants import DEFAULT_QUEUE, POD_SCHEDULED
@@ -103,6 +104,8 @@ class SchedulerController:
         self._wake: datetime | None = None
         self._refused: dict[str, datetime] = {}
         """Pod uid -> until when it is not chosen as a victim again (the eviction API refused it)."""
+        self.bind_backoff = BindBackoff()
+        """Pods whose bind failed wait (1 s doubling to 10 s, as upstream) before they are placed again."""
 
     def reconcile(self, ctx: ControllerContext) -> bool:
         now = ctx.now()
@@ -119,14 +122,14 @@ class SchedulerController:
                 return False
         self._refresh_at, self._last_cycle = None, now
         self._load_config(ctx)
-        snap = self.builder.build(self.cache)
+        snap = self.builder.build(self.cache, self.bind_backoff, now)
         self._refused = {uid: until for uid, until in self._refused.items() if until > now}
         result = run_cycle(snap, self.config, format_time(now), avoid=frozenset(self._refused))
         self.last = result
         self.cycles += 1
-        self._wake = result.wake_at
-        if result.wake_at is not None:
-            ctx.wake_at(result.wake_at)
+        self._wake = min((t for t in (result.wake_at, *snap.backing_off.values()) if t is not None), default=None)
+        if self._wake is not None:
+            ctx.wake_at(self._wake)
         return self._write(ctx, snap, result)
 
     def _has_unplaced_pods(self) -> bool:

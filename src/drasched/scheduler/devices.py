@@ -67,6 +67,8 @@ class DeviceAccounting:
         self.gpu_classes = frozenset(gpu & set(self.class_names))
         self.devices: Mapping[DeviceID, DeviceEntry] = {}
         """The cycle's devices (set by the snapshot), to weigh GPU results in GPU units."""
+        self._dims: dict[str, str] = {}
+        """Resource name -> dimension, memoised: every pod's every request asks each cycle."""
 
     def class_dim(self, class_name: str) -> str:
         """The accounting dimension a device of this class counts in."""
@@ -82,6 +84,12 @@ class DeviceAccounting:
 
     def dim_of(self, resource: str) -> str:
         """The accounting dimension of a resource name (explicit and implicit names are aliases)."""
+        dim = self._dims.get(resource)
+        if dim is None:
+            dim = self._dims[resource] = self._dim_of(resource)
+        return dim
+
+    def _dim_of(self, resource: str) -> str:
         if resource in GPU_RESOURCE_NAMES:
             return GPU
         cls = self.by_resource.class_for(resource)

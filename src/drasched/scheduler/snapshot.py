@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
@@ -27,6 +28,7 @@ from drasched.dra.allocated_state import AllocatedState
 from drasched.dra.allocator import Allocator, SelectorCache
 from drasched.dra.extended import implicit_name
 from drasched.dra.pools import DeviceID, PoolIndex
+from drasched.scheduler.backoff import BindBackoff
 from drasched.scheduler.cache import SchedulerCache
 from drasched.scheduler.claims import (
     ClaimEntry,
@@ -125,6 +127,11 @@ class Snapshot:
     """PodDisruptionBudgets by ``namespace/name`` (victims are chosen within them)."""
     profile: Profile = field(default_factory=default_profile)
     """The enabled plugins, per extension point (built once per configuration)."""
+    demands: dict[str, tuple[PodInfo, dict[str, float]]] = field(default_factory=dict)
+    """Pod key -> (the PodInfo, its :meth:`pod_demand`): kept by the builder across cycles while
+    the pod's version and the DeviceClasses stay the same (the only cache a snapshot writes)."""
+    backing_off: Mapping[str, datetime] = field(default_factory=dict)
+    """Pod key -> when its bind-failure backoff ends; its gang is not placed before then."""
 
     @property
     def n_nodes(self) -> int:
@@ -132,11 +139,15 @@ class Snapshot:
 
     def pod_demand(self, pod: PodInfo) -> dict[str, float]:
         """A pod's container requests in accounting dimensions (claims are counted separately)."""
+        hit = self.demands.get(pod.key)
+        if hit is not None and hit[0] is pod:
+            return dict(hit[1])
         dim_of = self.accounting.dim_of
         out: dict[str, float] = {}
         for r, v in pod.requests.items():
             d = dim_of(r)
             out[d] = out.get(d, 0.0) + v
+        self.demands[pod.key] = (pod, dict(out))
         return out
 
 
@@ -157,6 +168,11 @@ class SnapshotBuilder:
         self._class_memo = ClassMatchMemo()
         self._selectors = SelectorCache()  # selector results, kept across cycles
         self._pools: PoolIndex | None = None
+        self._nodes: tuple[list[Obj], list[NodeInfo], dict[str, int]] | None = None
+        self._nodes_of: tuple[int, int] = (0, -1)
+        self._demands: dict[str, tuple[PodInfo, dict[str, float]]] = {}
+        self._demands_of = -1
+        """The DeviceClass generation the memoised pod demands were computed for."""
         self._pools_of: tuple[int, int, int] = (0, -1, -1)
         """(cache id, slice generation, node generation) the pool index was built for / checked at."""
 
@@ -175,6 +191,16 @@ class SnapshotBuilder:
         self._pools_of = seen
         return self._pools
 
+    def _node_rows(self, cache: SchedulerCache) -> tuple[list[Obj], list[NodeInfo], dict[str, int]]:
+        """Nodes by name, parsed; reused as long as no Node changed (cycles read them only)."""
+        seen = (id(cache), cache.kind_generation(kinds.NODE))
+        if self._nodes is None or self._nodes_of != seen:
+            node_objs = sorted(cache.objects(kinds.NODE).values(), key=lambda o: o["metadata"]["name"])
+            nodes = [parse_node(o, i) for i, o in enumerate(node_objs)]
+            self._nodes = (node_objs, nodes, {n.name: n.index for n in nodes})
+            self._nodes_of = seen
+        return self._nodes
+
     def _pod_infos(self, cache: SchedulerCache, prio: dict[str, int]) -> dict[str, PodInfo]:
         out: dict[str, PodInfo] = {}
         memo = self._pods
@@ -191,19 +217,24 @@ class SnapshotBuilder:
         self._pods = fresh
         return out
 
-    def build(self, cache: SchedulerCache) -> Snapshot:
+    def build(self, cache: SchedulerCache, backoff: BindBackoff | None = None,
+              now: datetime | None = None) -> Snapshot:
+        """The cluster in ``cache`` as a snapshot; with ``backoff`` and ``now``, failed binds are
+        counted and gangs whose pods are backing off are left out of the cycle."""
         cfg = self.config
         ns_labels = {k: dict((o.get("metadata") or {}).get("labels") or {})
                      for k, o in cache.objects(kinds.NAMESPACE).items()}
         prio = {k: int(o.get("value") or 0) for k, o in cache.objects(kinds.PRIORITY_CLASS).items()}
-        node_objs = sorted(cache.objects(kinds.NODE).values(), key=lambda o: o["metadata"]["name"])
-        nodes = [parse_node(o, i) for i, o in enumerate(node_objs)]
-        node_pos = {n.name: n.index for n in nodes}
+        node_objs, nodes, node_pos = self._node_rows(cache)
         classes = list(cache.objects(kinds.DEVICE_CLASS).values())
         accounting = DeviceAccounting(classes, cfg.gpu_device_classes)
         pods = self._pod_infos(cache, prio)
+        if self._demands_of != cache.kind_generation(kinds.DEVICE_CLASS) or len(self._demands) > 2 * len(pods):
+            self._demands = {}  # new classes map requests to other dimensions; or many pods are gone
+            self._demands_of = cache.kind_generation(kinds.DEVICE_CLASS)
 
         assumed, stale, assumed_alloc, assumed_res = _bind_requests(cache, pods)
+        held = {} if backoff is None or now is None else _backing_off(backoff, pods, stale, now)
         claims: dict[str, ClaimInfo] = {}
         state = AllocatedState()
         slices = cache.objects(kinds.RESOURCE_SLICE)
@@ -259,6 +290,9 @@ class SnapshotBuilder:
                     releasing[index.pos[name], j] += v
 
         groups, group_of = _groups(cache, pods, assumed, prio, cfg)
+        for g in groups.values():
+            if any(p.key in held for p in g.pending):
+                g.pending = []  # the gang waits for its backoff to end, then is placed as a whole
         if not self.profile.topology:  # the plugin disabled: topology constraints are not enforced
             for g in groups.values():
                 g.required_key = g.preferred_key = None
@@ -288,7 +322,25 @@ class SnapshotBuilder:
             capacity=capacity, allocator=allocator, namespace_labels=ns_labels, templates=templates,
             gpus=gpus, extended=extended, priority_classes=cache.objects(kinds.PRIORITY_CLASS),
             disruption_budgets=cache.objects(kinds.POD_DISRUPTION_BUDGET), profile=self.profile,
+            demands=self._demands, backing_off=held,
         )
+
+
+def _backing_off(backoff: BindBackoff, pods: dict[str, PodInfo], stale: dict[str, Obj],
+                 now: datetime) -> dict[str, datetime]:
+    """Count new failed binds (a BindRequest for the pod's own uid, phase Failed); pod key -> the
+    end of its backoff for pods still waiting."""
+    failed = [(key, pods[key].uid, br) for key, br in stale.items()
+              if (br.get("status") or {}).get("phase") == "Failed"
+              and (br.get("spec") or {}).get("podUID") in (None, "", pods[key].uid)]
+    backoff.observe(failed, now)
+
+    def unbound(uid: str, key: str) -> bool:
+        pod = pods.get(key)
+        return pod is not None and pod.uid == uid and not pod.node_name and not pod.terminal
+
+    backoff.forget(unbound)
+    return {key: until for key, uid, until in backoff.waiting(now)}
 
 
 def _bind_requests(cache: SchedulerCache, pods: dict[str, PodInfo]) -> tuple[

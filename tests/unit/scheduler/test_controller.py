@@ -8,7 +8,7 @@ from drasched.scheduler.controller import SchedulerController
 from drasched.sim.clock import VirtualClock
 from drasched.sim.context import SimContext
 from drasched.store.memory import MemoryStore
-from tests.unit.scheduler.helpers import node, pod, priority_class, queue
+from tests.unit.scheduler.helpers import node, pod, podgroup, priority_class, queue
 from tests.unit.scheduler.preemption_helpers import running
 
 
@@ -51,17 +51,61 @@ def test_the_default_queue_is_created_when_pods_use_it() -> None:
     assert ctx.store.get(kinds.QUEUE, "default")["status"]["allocated"] == {"cpu": "1"}
 
 
-def test_a_failed_bind_request_is_replaced() -> None:
+def _fail_bind(ctx: SimContext, name: str = "p") -> dict:
+    br = ctx.store.get(kinds.BIND_REQUEST, name, "default")
+    br["status"] = {"phase": "Failed", "reason": "Conflict"}
+    return ctx.store.update_status(br)
+
+
+def test_a_failed_bind_request_is_replaced_after_its_backoff() -> None:
     ctx = _ctx(node("a"), pod("p"))
     sc = SchedulerController()
     sc.reconcile(ctx)
-    br = ctx.store.get(kinds.BIND_REQUEST, "p", "default")
-    br["status"] = {"phase": "Failed", "reason": "Conflict"}
-    ctx.store.update_status(br)
+    br = _fail_bind(ctx)
+    sc.reconcile(ctx)
+    assert ctx.store.get(kinds.BIND_REQUEST, "p", "default")["metadata"]["uid"] == br["metadata"]["uid"]
+    ctx.clock.advance(1)  # upstream's podInitialBackoffSeconds
     assert sc.reconcile(ctx)
     again = ctx.store.get(kinds.BIND_REQUEST, "p", "default")
     assert again["metadata"]["uid"] != br["metadata"]["uid"]
     assert (again.get("status") or {}).get("phase") != "Failed"
+
+
+def test_a_pod_whose_bind_keeps_failing_is_not_placed_in_a_tight_loop() -> None:
+    """Each failed bind doubles the wait, 1 s up to 10 s, as upstream's backoff queue
+    (kubernetes pkg/scheduler/backend/queue/scheduling_queue.go, calculateBackoffDuration)."""
+    ctx = _ctx(node("a"), pod("p"))
+    sc = SchedulerController()
+    sc.reconcile(ctx)
+    placed_at: list[float] = []
+    start = ctx.clock.now()
+    uid = None
+    for _ in range(60):  # 60 cycles, half a second of virtual time apart
+        br = ctx.store.get(kinds.BIND_REQUEST, "p", "default")
+        if br["metadata"]["uid"] != uid:
+            uid = br["metadata"]["uid"]
+            placed_at.append((ctx.clock.now() - start).total_seconds())
+            _fail_bind(ctx)
+            sc.reconcile(ctx)  # the failure is seen at once: its backoff starts now
+        ctx.clock.advance(0.5)
+        sc.reconcile(ctx)
+    assert placed_at == [0.0, 1.0, 3.0, 7.0, 15.0, 25.0]
+    events = [e for e in ctx.store.list(kinds.EVENT).items if e["reason"] == "FailedScheduling"]
+    assert events == []  # backing off is not "unschedulable"
+
+
+def test_a_gang_waits_whole_while_one_member_backs_off() -> None:
+    ctx = _ctx(node("a", cpu="8"), podgroup("g", 2), pod("p0", cpu="1", group="g"), pod("p1", cpu="1", group="g"))
+    sc = SchedulerController()
+    sc.reconcile(ctx)
+    assert {b["metadata"]["name"] for b in ctx.store.list(kinds.BIND_REQUEST).items} == {"p0", "p1"}
+    _fail_bind(ctx, "p0")
+    _fail_bind(ctx, "p1")
+    sc.reconcile(ctx)
+    assert sc.last is not None and sc.last.placements == []
+    ctx.clock.advance(1)
+    sc.reconcile(ctx)
+    assert {p.pod.name for p in sc.last.placements} == {"p0", "p1"}
 
 
 class _RefusingStore(MemoryStore):

@@ -1,0 +1,101 @@
+"""The cost of a cycle that places one new pod in a large, settled cluster.
+
+Run: python -m tests.bench.bench_one_pod_cycle [--nodes 5000] [--pods 50000] [--gpus 8] [--repeat 3]
+
+Every node publishes ``--gpus`` devices in a ResourceSlice; ``--pods`` pods are already
+bound, spread evenly over the nodes. The cache is filled and one cycle settles the cluster
+(nothing to place). Then, ``--repeat`` times, one new pod is created and the next cycle is
+measured: the cache taking the watch event, the snapshot, the cycle. Reported in CPU seconds
+of this process (``time.process_time``), so other jobs on a shared machine do not count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import time
+from typing import Any
+
+from drasched.api.meta import format_time
+from drasched.scheduler.cache import SchedulerCache
+from drasched.scheduler.config import SchedulerConfig
+from drasched.scheduler.cycle import run_cycle
+from drasched.scheduler.snapshot import SnapshotBuilder
+from drasched.sim.clock import VirtualClock
+from drasched.store.memory import MemoryStore
+from tests.bench.bench_scheduler import CLASS, _node, _slice
+
+Obj = dict[str, Any]
+
+
+def _pod(name: str, node: str | None) -> Obj:
+    spec: Obj = {"schedulerName": "drasched",
+                 "containers": [{"name": "main", "image": "app",
+                                 "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}
+    if node is not None:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "bench"}, "spec": spec}
+
+
+def build_store(nodes: int, pods: int, gpus: int) -> MemoryStore:
+    clock = VirtualClock()
+    store = MemoryStore(clock=clock.now, auto_namespaces=True)
+    store.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": CLASS},
+                  "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{CLASS}"'}}]}})
+    for i in range(nodes):
+        store.create(_node(i))
+        store.create(_slice(i, gpus))
+    for p in range(pods):
+        bound = store.create(_pod(f"bound-{p:06d}", f"node-{p % nodes:05d}"))
+        bound["status"]["phase"] = "Running"
+        store.update_status(bound)
+    return store
+
+
+def measure(store: MemoryStore, cache: SchedulerCache, builder: SnapshotBuilder, config: SchedulerConfig,
+            name: str) -> tuple[float, float, float, int]:
+    """Create one pod, then run the next cycle: CPU seconds of (cache sync, snapshot, cycle), placed."""
+    store.create(_pod(name, None))
+    now = format_time(store._clock())
+    t0 = time.process_time()
+    cache.sync(store)
+    t1 = time.process_time()
+    snap = builder.build(cache)
+    t2 = time.process_time()
+    result = run_cycle(snap, config, now)
+    t3 = time.process_time()
+    for br in result.bind_requests:
+        store.create(br)
+    return t1 - t0, t2 - t1, t3 - t2, len(result.placements)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--nodes", type=int, default=5000)
+    ap.add_argument("--pods", type=int, default=50000)
+    ap.add_argument("--gpus", type=int, default=8)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+    store = build_store(args.nodes, args.pods, args.gpus)
+    config = SchedulerConfig.embedded()
+    cache = SchedulerCache()
+    builder = SnapshotBuilder(config)
+    cache.sync(store)
+    gc.collect()
+    gc.freeze()
+    t0 = time.process_time()
+    settle = run_cycle(builder.build(cache), config, format_time(store._clock()))
+    t_settle = time.process_time() - t0
+    print(f"python {sys.version.split()[0]}; {args.nodes} nodes x {args.gpus} GPUs (DRA), {args.pods} bound pods")
+    print(f"settling cycle (first snapshot + cycle)  {t_settle * 1000:9.1f} ms CPU (placed {len(settle.placements)})")
+    for i in range(args.repeat):
+        sync, snap, cycle, placed = measure(store, cache, builder, config, f"new-{i:03d}")
+        total = sync + snap + cycle
+        print(f"one new pod #{i}: {total * 1000:9.1f} ms CPU  (cache {sync * 1000:.1f}, snapshot "
+              f"{snap * 1000:.1f}, cycle {cycle * 1000:.1f}; placed {placed})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
