@@ -103,7 +103,9 @@ def _reservation_problem(session: Session, c: PodClaim, consumer_uid: str) -> st
     uids = {r.get("uid") for r in session.reservations(c.key)}
     if consumer_uid in uids or len(uids) < RESERVED_FOR_MAX_SIZE:
         return None
-    return f"ResourceClaim {c.key} is already reserved for {RESERVED_FOR_MAX_SIZE} consumers, the maximum"
+    return (f"ResourceClaim {c.key} is already reserved for {RESERVED_FOR_MAX_SIZE} consumers, the maximum; "
+            "to share it with more pods, list it in their PodGroup's spec.resourceClaims: it is then reserved "
+            "for the group as one consumer")
 
 
 def place_task(session: Session, stmt: Statement, g: GroupInfo, t: PodInfo, mask: np.ndarray | None) -> str | None:
