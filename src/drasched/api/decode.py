@@ -12,8 +12,9 @@ allowed and untouched), and normalises the object in place the way the decoder d
 * non-string map keys from YAML (``1:``, ``true:``) become strings, as kubectl converts them.
 
 What is refused: a wrong type (``spec.devices.requests[0]: expected object, got string``),
-an integer outside int64, a non-finite number, a value JSON cannot carry (YAML binary,
-sets), and nesting deeper than :data:`MAX_DEPTH`. Built-in kinds answer 400 BadRequest
+an integer outside its Go type (int32 or int64), a quantity ``resource.ParseQuantity``
+refuses (``80 Gi``), a non-finite number, a value JSON cannot carry (YAML binary, sets),
+and nesting deeper than :data:`MAX_DEPTH`. Built-in kinds answer 400 BadRequest
 (``Pod in version "v1" cannot be handled as a Pod: ...``) as the API server's decoder does;
 drasched's CRDs answer 422 Invalid in the CRD schema validator's words
 (``spec.priority: Invalid value: "string": spec.priority in body must be of type integer: "string"``).
@@ -63,7 +64,7 @@ def json_type(value: Any) -> str:
 
 
 def _zero(shape: Shape) -> Any:
-    """What Go decodes ``null`` to inside a list or map: the zero value (0 for a quantity)."""
+    """What Go decodes ``null`` to inside a list or map: the zero value ("0" for a quantity)."""
     if shape.type == "oneOf":
         return 0 if any(s.type in ("integer", "number") for s in shape.options) else _zero(shape.options[0])
     return {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {},
