@@ -158,4 +158,5 @@ def test_a_claim_reserved_for_the_maximum_takes_no_new_consumer() -> None:
     w = World([node("a"), device_class(), resource_slice("a", 1), full,
                pod("late", claims=[{"name": "g", "resourceClaimName": "busy"}])])
     assert messages(w.cycle()) == {"late": "ResourceClaim default/busy is already reserved for 256 consumers, "
-                                           "the maximum"}
+                                           "the maximum; to share it with more pods, list it in their PodGroup's "
+                                           "spec.resourceClaims: it is then reserved for the group as one consumer"}
