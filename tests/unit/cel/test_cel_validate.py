@@ -113,3 +113,21 @@ def test_semver_with_huge_numbers_is_a_runtime_error_not_a_crash(version: str) -
     sel = compile_selector(f"semver('{version}') == semver('1.0.0')")
     with pytest.raises(CELRuntimeError, match="out of range"):
         sel.evaluate(DeviceView("gpu.example.com", {}, {}))
+
+
+def test_dyn_of_an_attribute_value_compiles_and_runs() -> None:
+    # dyn() around google.protobuf.Any once reached the code generator without an implementation.
+    from drasched.cel import device_view_from_slice_device
+
+    dev = device_view_from_slice_device("gpu.example.com", {"name": "g", "attributes": {"cores": {"int": 8}}})
+    assert compile_selector('dyn(device.attributes["gpu.example.com"].cores) == 8').evaluate(dev) is True
+    assert selector_errors('dyn(device.attributes["gpu.example.com"].cores) == 8') == []
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["dyn(1)", 'device.attributes["gpu.example.com"].cores.min()', 'true ? dyn(true) : false'],
+)
+def test_a_dyn_result_is_refused_as_upstream(expression: str) -> None:
+    (err,) = selector_errors(expression)
+    assert err.message.endswith(": must evaluate to bool or the unknown type, not dyn")
