@@ -53,6 +53,9 @@ class EventWriter:
                 if ev is None:
                     return
                 self._write(ev)
+            except Exception:  # one Event that cannot be written must not end the writer
+                log.exception("could not write event %s on %s", ev.get("reason") if ev else None,
+                              ((ev or {}).get("involvedObject") or {}).get("name"))
             finally:
                 self._queue.task_done()
 

@@ -177,8 +177,15 @@ class KubeStore:
         content = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": content_type} if content is not None else None
         self.limiter.wait()
-        resp = self._client.request(method, path, params=params, content=content, headers=headers,
-                                    extensions=self._ext)
+        try:
+            resp = self._client.request(method, path, params=params, content=content, headers=headers,
+                                        extensions=self._ext)
+        except httpx.TransportError as exc:
+            # A reset or refused connection is one failed request, as an HTTP error is: callers
+            # retry ApiErrors; a raw httpx error would end the thread (the lease renewal, an
+            # event writer) that met it. A write cut this way may still have been applied.
+            raise ApiError(f"{method} {path}: no answer from the API server: {exc!r}", code=503,
+                           reason="ServiceUnavailable") from exc
         _raise_for(resp)
         return resp
 
