@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from drasched.api.errors import Cause
-from drasched.quantity import Quantity, QuantityError
 from drasched.api.validation.names import (
     bad,
     check_label,
@@ -16,7 +16,9 @@ from drasched.api.validation.names import (
     duplicate,
     not_supported,
     required,
+    subdomain_errors,
 )
+from drasched.quantity import Quantity, QuantityError
 
 Obj = dict[str, Any]
 
@@ -131,14 +133,25 @@ def _check_pod_claims(spec: Obj, spec_path: str) -> tuple[list[Cause], set[str]]
         else:
             causes += check_label(f"{path}.name", name)
             names.add(name)
-        has_claim, has_tmpl = bool(rc.get("resourceClaimName")), bool(rc.get("resourceClaimTemplateName"))
-        if has_claim and has_tmpl:
-            causes.append(Cause(path, "Invalid value: at most one of `resourceClaimName` or "
+        claim_name, template_name = rc.get("resourceClaimName"), rc.get("resourceClaimTemplateName")
+        shown = _go_pod_resource_claim(rc)
+        if claim_name is not None and template_name is not None:
+            causes.append(Cause(path, f"Invalid value: {shown}: at most one of `resourceClaimName` or "
                                       "`resourceClaimTemplateName` may be specified"))
-        elif not has_claim and not has_tmpl:
-            causes.append(Cause(path, "Required value: must specify one of: `resourceClaimName`, "
-                                      "`resourceClaimTemplateName`", "FieldValueRequired"))
+        if claim_name is None and template_name is None:
+            causes.append(Cause(path, f"Invalid value: {shown}: must specify one of: `resourceClaimName`, "
+                                      "`resourceClaimTemplateName`"))
+        for key, value in (("resourceClaimName", claim_name), ("resourceClaimTemplateName", template_name)):
+            if isinstance(value, str):
+                causes += [bad(f"{path}.{key}", value, msg) for msg in subdomain_errors(value)]
     return causes, names
+
+
+def _go_pod_resource_claim(rc: Obj) -> str:
+    """How upstream prints the claim in the error: the internal struct as JSON, Go field names."""
+    fields = {"Name": rc.get("name") or "", "ResourceClaimName": rc.get("resourceClaimName"),
+              "ResourceClaimTemplateName": rc.get("resourceClaimTemplateName")}
+    return json.dumps(fields, separators=(",", ":"))
 
 
 def validate_pod(obj: Obj) -> list[Cause]:

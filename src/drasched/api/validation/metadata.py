@@ -40,7 +40,7 @@ def validate_metadata(obj: Obj, rt: ResourceType) -> list[Cause]:
         ):
             causes.append(Cause(f"metadata.{field}", "Invalid value: values must be strings"))
         elif value:
-            causes += (_check_labels if field == "labels" else _check_annotations)(value)
+            causes += (check_labels if field == "labels" else check_annotations)(value)
     if rt.namespaced and md.get("namespace") is not None:
         causes += check_label("metadata.namespace", md.get("namespace"))
     causes += _check_owner_references(md.get("ownerReferences"))
@@ -50,22 +50,33 @@ def validate_metadata(obj: Obj, rt: ResourceType) -> list[Cause]:
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 
-def _check_labels(labels: dict[str, str]) -> list[Cause]:
+def check_labels(labels: dict[str, str], path: str = "metadata.labels") -> list[Cause]:
     """``ValidateLabels``: every key a qualified name, every value a label value."""
     causes: list[Cause] = []
     for key in sorted(labels):
-        causes += check_qualified_name("metadata.labels", key)
-        causes += check_label_value("metadata.labels", labels[key])
+        causes += check_qualified_name(path, key)
+        causes += check_label_value(path, labels[key])
     return causes
 
 
-def _check_annotations(annotations: dict[str, str]) -> list[Cause]:
+def check_annotations(annotations: dict[str, str], path: str = "metadata.annotations") -> list[Cause]:
     """``ValidateAnnotations``: keys are qualified names (case-insensitive), 256 KiB in all."""
-    causes = [bad("metadata.annotations", key, msg)
-              for key in sorted(annotations) for msg in qualified_name_errors(key.lower())]
+    causes = [bad(path, key, msg) for key in sorted(annotations) for msg in qualified_name_errors(key.lower())]
     size = sum(len(k) + len(v) for k, v in annotations.items())
     if size > TOTAL_ANNOTATION_SIZE_LIMIT:
-        causes.append(too_long("metadata.annotations", TOTAL_ANNOTATION_SIZE_LIMIT))
+        causes.append(too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT))
+    return causes
+
+
+def check_template_metadata(md: Any, path: str) -> list[Cause]:
+    """``ValidateTemplateObjectMeta``: a template's labels and annotations."""
+    if not isinstance(md, dict):
+        return []
+    causes: list[Cause] = []
+    if isinstance(md.get("annotations"), dict):
+        causes += check_annotations(md["annotations"], f"{path}.annotations")
+    if isinstance(md.get("labels"), dict):
+        causes += check_labels(md["labels"], f"{path}.labels")
     return causes
 
 

@@ -3,6 +3,7 @@ helpers every kind's rules use to word a cause as the API server does."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -52,7 +53,12 @@ def required(field: str) -> Cause:
 
 
 def quote(value: Any) -> str:
-    return f'"{value}"' if isinstance(value, str) else str(value)
+    """A value as apimachinery's field errors print it: strings quoted, nil as null, structs as JSON."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if value is None or isinstance(value, bool | dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
 
 
 def check_label(field: str, value: Any) -> list[Cause]:
@@ -68,7 +74,7 @@ def check_label(field: str, value: Any) -> list[Cause]:
 def check_subdomain(field: str, value: Any) -> list[Cause]:
     if not isinstance(value, str) or not value:
         return [required(field)]
-    return [bad(field, value, msg) for msg in _subdomain_errors(value)]
+    return [bad(field, value, msg) for msg in subdomain_errors(value)]
 
 
 _QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
@@ -113,7 +119,7 @@ def forbidden(field: str, detail: str) -> Cause:
     return Cause(field, f"Forbidden: {detail}", "FieldValueForbidden")
 
 
-def _subdomain_errors(value: str) -> list[str]:
+def subdomain_errors(value: str) -> list[str]:
     """apimachinery's ``IsDNS1123Subdomain`` messages."""
     errors = ["must be no more than 253 bytes"] if len(value) > 253 else []
     if not _DNS1123_SUBDOMAIN.match(value):
@@ -132,7 +138,7 @@ def qualified_name_errors(value: str) -> list[str]:
     if len(parts) == 2:
         prefix = parts[0]
         errors += ["prefix part must be non-empty"] if not prefix else [
-            f"prefix part {e}" for e in _subdomain_errors(prefix)]
+            f"prefix part {e}" for e in subdomain_errors(prefix)]
     name = parts[-1]
     if not name:
         errors.append("name part must be non-empty")

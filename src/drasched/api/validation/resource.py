@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from drasched.api.errors import Cause
+from drasched.api.validation.metadata import check_template_metadata
 from drasched.api.validation.names import (
     as_list,
     bad,
@@ -314,7 +315,8 @@ def validate_claim_template(obj: Obj) -> list[Cause]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return [required("spec")]
-    return _validate_claim_spec(spec.get("spec"), "spec.spec")
+    causes = check_template_metadata(spec.get("metadata"), "spec.metadata")
+    return causes + _validate_claim_spec(spec.get("spec"), "spec.spec")
 
 
 def validate_device_class(obj: Obj) -> list[Cause]:
