@@ -19,6 +19,9 @@ scripts/build-kube.sh kube-apiserver kube-scheduler kube-controller-manager  # t
 echo "== helm (built from the helm.sh/helm/v3 module: the chart tests run helm lint and helm template)"
 scripts/build-helm.sh
 
+echo "== chromium (Debian's: the HTML report is opened in it; playwright drives it, downloads no browser)"
+command -v chromium >/dev/null || { sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo; $sudo apt-get update -q && $sudo apt-get install -y -q chromium; }
+
 echo "== lint and types"
 .venv/bin/ruff check src tests
 .venv/bin/mypy

@@ -19,9 +19,18 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     except ManifestError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    html = bool(args.report) and str(args.report).endswith((".html", ".htm"))
+    timeline = None
     try:
-        result = simulate([item.obj for item in loaded], sources=[item.where for item in loaded],
-                          max_rounds=args.max_rounds, seed=args.seed)
+        if html:  # the same run, sampled at every quiet point for the charts
+            from drasched.plan.timeline import run_sampled
+
+            timeline = run_sampled([item.obj for item in loaded], sources=[item.where for item in loaded],
+                                   max_rounds=args.max_rounds, seed=args.seed)
+            result = timeline.result
+        else:
+            result = simulate([item.obj for item in loaded], sources=[item.where for item in loaded],
+                              max_rounds=args.max_rounds, seed=args.seed)
     except SimulationError as exc:
         for line in exc.errors:
             print(f"error: {line}", file=sys.stderr)
@@ -37,7 +46,11 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     if args.decisions:
         Path(args.decisions).write_text(json.dumps(result.decisions, indent=1) + "\n", encoding="utf-8")
-    if args.report:
+    if timeline is not None:
+        from drasched.plan.html_report import html_report
+
+        Path(args.report).write_text(html_report(timeline), encoding="utf-8")
+    elif args.report:
         from drasched.sim.report import markdown_report
 
         Path(args.report).write_text(markdown_report(result), encoding="utf-8")
@@ -209,7 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("paths", nargs="+", metavar="FILE|DIR|-", help="manifests (YAML/JSON, directories, - for stdin)")
     sim.add_argument("-o", "--output", help="write the final objects here (default: stdout)")
     sim.add_argument("--decisions", help="write the decision record here (JSON)")
-    sim.add_argument("--report", help="write a Markdown report here (pods, pending reasons, nodes, claims, queues)")
+    sim.add_argument("--report", help="write a report here: Markdown (pods, pending reasons, nodes, claims, queues), "
+                     "or HTML with charts when the name ends in .html")
     sim.add_argument("--include-events", action="store_true", help="include Event objects in the output")
     sim.add_argument("--max-rounds", type=int, default=100_000, help="stop after this many control-loop rounds")
     sim.add_argument("--seed", type=int, default=0, help="seed for generated names and uids")

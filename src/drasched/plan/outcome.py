@@ -56,7 +56,7 @@ def outcome_of(result: SimResult) -> Outcome:
             allocated, share = st.get("allocated") or {}, st.get("fairShare") or {}
             out.queues[object_key(o)] = {r: (str(allocated.get(r, "0")), str(share.get(r, "0")))
                                          for r in sorted(set(allocated) | set(share))}
-    out.devices_total, out.devices_used = _devices(result.objects)
+    out.devices_total, out.devices_used = device_counts(result.objects)
     binds = [d["time"] for d in result.decisions if d["action"] == "bind"]
     if binds:
         last = datetime.fromisoformat(max(binds).replace("Z", "+00:00"))
@@ -64,7 +64,7 @@ def outcome_of(result: SimResult) -> Outcome:
     return out
 
 
-def _devices(objects: list[Obj]) -> tuple[int, int]:
+def device_counts(objects: list[Obj]) -> tuple[int, int]:
     """(devices in the cluster, devices held): DRA devices in slices and claims, plus the
     device-plugin resources of nodes' allocatable and of the bound pods still running."""
     total = used = 0

@@ -1,0 +1,155 @@
+"""``explain``: why one pod is not placed, node by node, in the scheduler's own words.
+
+The objects are loaded into an embedded control plane and run until quiet (a simulate
+output or a snapshot of a settled cluster stays as it is). The pod is then tried once per
+node by the scheduler's own placement step (``place_task``, restricted to that node, on a
+fresh session over the final state, rolled back afterwards), so each node's reasons are the
+same filters, vector fit and allocator reasons that build the PodScheduled message, for that
+node alone. What holds for every node (a queue over its limit, a claim not created yet)
+is said once; a pod that fits a node on its own but still waits is held back by its gang
+or its queue, as its PodScheduled message says.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from drasched.api import kinds
+from drasched.plan.outcome import object_key
+from drasched.scheduler.actions.task import MSG_OUTSIDE_DOMAIN, place_task
+from drasched.scheduler.controller import SchedulerController
+from drasched.scheduler.session import Session, Statement
+from drasched.sim.runner import Simulation
+
+Obj = dict[str, Any]
+
+_MESSAGE = re.compile(r"^0/(?P<n>\d+) nodes are available: (?P<body>.*)\.$", re.S)
+_OUTSIDE = re.compile(r"(^|, )\d+ " + re.escape(MSG_OUTSIDE_DOMAIN))
+_QUEUE_LIMIT = re.compile(r"queue (?P<queue>\S+) over its limit for (?P<dim>\S+)")
+
+
+class ExplainError(LookupError):
+    """The pod is not in the input."""
+
+
+@dataclass
+class Explanation:
+    pod: str
+    node: str | None
+    """Where it is bound, if it is."""
+    message: str
+    """Its PodScheduled condition's message (empty when it is bound)."""
+    everywhere: str | None = None
+    """A reason that holds on every node (the node-by-node list is then empty)."""
+    nodes: dict[str, str] = field(default_factory=dict)
+    """node -> why the pod cannot go there ("" when it fits there on its own)."""
+    gang: str | None = None
+    """The pod's gang, when it has one: how many of it must fit together."""
+    hints: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        if self.node:
+            return [f"pod {self.pod} is bound to {self.node}"]
+        out = [f"pod {self.pod} is pending: {self.message or 'not tried yet'}"]
+        if self.gang:
+            out.append(f"  gang: {self.gang}")
+        if self.everywhere:
+            out.append(f"  on every node: {self.everywhere}")
+        for node, why in self.nodes.items():
+            out.append(f"  {node}: {why or 'fits on its own (held back by its gang or queue: see the message)'}")
+        out += [f"  to fit: {h}" for h in self.hints]
+        return out
+
+
+def _one_node_reasons(message: str) -> str:
+    """The reasons of a message computed for one node: the other nodes' "outside" count removed."""
+    m = _MESSAGE.match(message)
+    if m is None:
+        return message
+    body = _OUTSIDE.sub("", m["body"]).lstrip(", ")
+    return body[2:] if body.startswith("1 ") else body
+
+
+def _scheduler(sim: Simulation) -> SchedulerController:
+    for c in sim.controllers:
+        if isinstance(c, SchedulerController):
+            return c
+    raise ExplainError("the control plane has no scheduler")
+
+
+def explain(objects: Sequence[Obj], pod: str, *, max_rounds: int = 100_000) -> Explanation:
+    """Why ``pod`` (``namespace/name``) is where it is, after the objects are run until quiet."""
+    sim = Simulation()
+    sim.load(objects)
+    sim.run(max_rounds)
+    namespace, _, name = pod.rpartition("/")
+    obj = sim.store.peek(kinds.POD, name, namespace or "default")
+    if obj is None:
+        raise ExplainError(f"no pod {pod} in the input")
+    node = (obj.get("spec") or {}).get("nodeName")
+    message = next((str(c.get("message") or c.get("reason") or "")
+                    for c in (obj.get("status") or {}).get("conditions") or []
+                    if c.get("type") == "PodScheduled" and c.get("status") == "False"), "")
+    out = Explanation(pod, node, message)
+    if node:
+        return out
+    ctl = _scheduler(sim)
+    ctl.cache.sync(sim.store, None)
+    snap = ctl.builder.build(ctl.cache)
+    info = snap.pods.get(pod)
+    group = snap.groups.get(snap.group_of.get(pod, ""))
+    if info is None or group is None:
+        return out
+    session = Session(snap, ctl.config, now=sim.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"))
+    raw: dict[str, str | None] = {}
+    for j, n in enumerate(snap.nodes):
+        stmt = Statement(session)
+        mask = np.zeros(snap.n_nodes, dtype=bool)
+        mask[j] = True
+        raw[n.name] = place_task(session, stmt, group, info, mask)
+        stmt.rollback()
+    failures = set(raw.values())
+    if len(failures) == 1 and None not in failures and _about_the_pod(next(iter(failures)) or "", snap.n_nodes):
+        out.everywhere = _one_node_reasons(next(iter(failures)) or "")
+    else:
+        out.nodes = {name: "" if why is None else _one_node_reasons(why) for name, why in raw.items()}
+    if not group.implicit:
+        out.gang = (f"pod group {group.key} needs {group.min_member} pods placed together; "
+                    f"{group.placed} placed, {len(group.pending)} pending")
+    out.hints = _hints(out, sim)
+    return out
+
+
+def _about_the_pod(failure: str, n_nodes: int) -> bool:
+    """Whether a failure computed for one node holds before any node is looked at (a queue
+    limit, a claim still missing): it then does not count the other nodes as outside."""
+    return (n_nodes > 1 and MSG_OUTSIDE_DOMAIN not in failure) or _QUEUE_LIMIT.search(failure) is not None
+
+
+def _hints(e: Explanation, sim: Simulation) -> list[str]:
+    """Cheap suggestions: how far a queue is over its limit, the pods holding a full node."""
+    hints = []
+    limit = _QUEUE_LIMIT.search(e.everywhere or e.message)
+    if limit:
+        hints.append(_limit_hint(sim, limit["queue"], limit["dim"]))
+    for node, why in e.nodes.items():
+        if "nsufficient" in why or "not enough" in why:
+            holders = sorted(object_key(o) for o in sim.store.all_objects()
+                             if o.get("kind") == "Pod" and (o.get("spec") or {}).get("nodeName") == node
+                             and (o.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+            if holders:
+                hints.append(f"{node}: room once one of these leaves it: {', '.join(holders)}")
+    return hints
+
+
+def _limit_hint(sim: Simulation, queue: str, dim: str) -> str:
+    q = sim.store.peek(kinds.QUEUE, queue) or {}
+    limit = (((q.get("spec") or {}).get("resources") or {}).get(dim) or {}).get("limit")
+    allocated = ((q.get("status") or {}).get("allocated") or {}).get(dim, "0")
+    return (f"queue {queue} holds {allocated} of its limit {limit} for {dim}: raise the limit "
+            f"by what the pod asks, or let the queue's running pods finish")

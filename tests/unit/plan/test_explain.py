@@ -1,0 +1,64 @@
+"""``drasched explain``: each node's reason for a pending pod, in the PodScheduled message's words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from drasched.api.manifest import dump_yaml
+from drasched.cli import main
+from drasched.plan.explain import ExplainError, explain
+from drasched.sim.runner import simulate
+from tests.scenarios.runner import load_scenario
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+
+
+def _manifests(case: str) -> list[dict]:
+    return load_scenario(SCENARIOS / case).manifests
+
+
+def test_a_device_taint_is_named_on_the_node() -> None:
+    e = explain(_manifests("dra/088-taint-untolerated-blocks-count.yaml"), "default/pod-a")
+    assert e.nodes == {"node-1": "not enough gpu.example.com devices: 1 tainted, 1 free, need 2 "
+                                 "(example.com/unhealthy=true:NoSchedule)"}
+    assert e.nodes["node-1"] in e.message
+
+
+def test_an_exhausted_counter_is_named_with_its_counter_set() -> None:
+    e = explain(_manifests("dra/096-partitions-exhaust-counters.yaml"), "default/pod-a")
+    assert "counters exhausted" in e.nodes["node-1"] and "counter set gpu-0-counters" in e.nodes["node-1"]
+    assert e.nodes["node-1"] in e.message
+
+
+def test_a_gang_pod_names_its_gang_and_each_nodes_reason() -> None:
+    e = explain(_manifests("scheduler/004-gang-all-or-nothing.yaml"), "default/big-1")
+    assert e.gang is not None and "pod group default/big needs 3 pods" in e.gang
+    assert e.nodes == {"n1": "insufficient nvidia.com/gpu", "n2": "insufficient nvidia.com/gpu"}
+    assert e.message.startswith("pod group default/big") and "2 insufficient nvidia.com/gpu" in e.message
+    assert any(h.startswith("n1: room once one of these leaves it: default/small-1") for h in e.hints)
+
+
+def test_a_queue_limit_holds_on_every_node_and_says_how_full_the_queue_is() -> None:
+    e = explain(_manifests("scheduler/001-fair-share-three-levels.yaml"), "default/a-5")
+    assert e.everywhere == "queue team-a over its limit for nvidia.com/gpu"
+    assert e.nodes == {}
+    assert e.hints == ["queue team-a holds 3 of its limit 3 for nvidia.com/gpu: raise the limit by what the pod "
+                       "asks, or let the queue's running pods finish"]
+
+
+def test_a_simulate_output_explains_as_its_input_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = simulate(_manifests("dra/088-taint-untolerated-blocks-count.yaml"))
+    out = tmp_path / "out.yaml"
+    out.write_text(dump_yaml(result.objects), encoding="utf-8")
+    assert main(["explain", "default/pod-a", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "  node-1: not enough gpu.example.com devices: 1 tainted" in text
+
+
+def test_a_bound_pod_says_where_and_an_unknown_pod_is_an_error() -> None:
+    manifests = _manifests("scheduler/004-gang-all-or-nothing.yaml")
+    assert explain(manifests, "default/small-1").lines()[0].startswith("pod default/small-1 is bound to n")
+    with pytest.raises(ExplainError):
+        explain(manifests, "default/nobody")
