@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from drasched.api import validation
+from drasched.api import foreign, validation
 from drasched.api.conversion import ConversionError, to_storage_version
 from drasched.api.decode import decode_object
 from drasched.api.defaults import apply_builtin_defaults, apply_crd_defaults
@@ -184,8 +184,12 @@ def _files(path: Path) -> list[Path]:
     return [path]
 
 
-def load_paths(paths: Iterable[str], *, validate: bool = True) -> list[Loaded]:
-    """Read manifests from files, directories (recursively) and ``-`` (stdin)."""
+def load_paths(paths: Iterable[str], *, validate: bool = True, translate: bool = True) -> list[Loaded]:
+    """Read manifests from files, directories (recursively) and ``-`` (stdin).
+
+    With ``translate``, other schedulers' objects become drasched's (:mod:`drasched.api.foreign`);
+    each field with no meaning here is a warning on stderr, and the run goes on.
+    """
     loaded: list[Loaded] = []
     for p in paths:
         if p == "-":
@@ -200,10 +204,20 @@ def load_paths(paths: Iterable[str], *, validate: bool = True) -> list[Loaded]:
             except (OSError, UnicodeDecodeError) as exc:
                 raise ManifestError(f"{f}: cannot read: {exc}") from None
             loaded += parse_documents(text, str(f))
+    if translate:
+        loaded = _translated(loaded)
     if validate:
         for item in loaded:
             check_object(item)
     return loaded
+
+
+def _translated(loaded: list[Loaded]) -> list[Loaded]:
+    result = foreign.translate(item.obj for item in loaded)
+    for line in result.warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    return [Loaded(obj, item.source, item.index) for item, obj in zip(loaded, result.objects, strict=True)
+            if obj is not None]
 
 
 def check_object(item: Loaded) -> None:

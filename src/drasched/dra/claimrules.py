@@ -76,8 +76,10 @@ def group_entry_for(pod_entry: Obj, group: Obj | None) -> Obj | None:
 
 
 def pod_group_name(pod: Obj) -> str | None:
-    """The drasched PodGroup a pod joins through its label, or None."""
-    return ((pod.get("metadata") or {}).get("labels") or {}).get(POD_GROUP_LABEL) or None
+    """The PodGroup a pod joins: its label, else its upstream ``spec.schedulingGroup.podGroupName``
+    (an upstream PodGroup is read as a drasched PodGroup of the same name), or None."""
+    label = ((pod.get("metadata") or {}).get("labels") or {}).get(POD_GROUP_LABEL)
+    return label or ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") or None
 
 
 def status_claim_names(obj: Obj | None) -> dict[str, str | None]:

@@ -12,10 +12,10 @@ from drasched.scheduler.accounting import ALLOCATED, REQUESTED
 from drasched.scheduler.actions import ACTIONS
 from drasched.scheduler.actions.nominated import nominations
 from drasched.scheduler.config import SchedulerConfig
-from drasched.scheduler.constants import DEFAULT_QUEUE, POD_SCHEDULED, UNSCHEDULABLE
+from drasched.scheduler.constants import DEFAULT_QUEUE, POD_SCHEDULED
 from drasched.scheduler.eviction import Eviction
 from drasched.scheduler.fairshare import fair_shares
-from drasched.scheduler.podinfo import PodInfo
+from drasched.scheduler.podinfo import PodInfo, unschedulable_reason
 from drasched.scheduler.queuestatus import queue_status, status_changed
 from drasched.scheduler.session import Placement, Session
 from drasched.scheduler.snapshot import Snapshot
@@ -74,7 +74,7 @@ def bind_request(p: Placement, node: str) -> Obj:
 
 
 def unschedulable_condition(message: str, now: str) -> Obj:
-    return {"type": POD_SCHEDULED, "status": "False", "reason": UNSCHEDULABLE, "message": message,
+    return {"type": POD_SCHEDULED, "status": "False", "reason": unschedulable_reason(message), "message": message,
             "lastProbeTime": None, "lastTransitionTime": now}
 
 
@@ -125,7 +125,7 @@ def run_cycle(snap: Snapshot, config: SchedulerConfig, now: str, avoid: frozense
             out.groups_placed[p.group] = out.groups_placed.get(p.group, 0) + 1
     for key, message in session.unschedulable.items():
         pod = snap.pods[key]
-        if pod.condition != ("False", UNSCHEDULABLE, message):
+        if pod.condition != ("False", unschedulable_reason(message), message):
             since = _false_since(pod) or now  # the transition is to False, not to a new message
             out.pod_conditions.append((pod, unschedulable_condition(message, since)))
     out.evictions, out.nominations = list(session.disruption.evictions), nominations(session)

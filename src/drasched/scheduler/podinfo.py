@@ -9,7 +9,7 @@ from typing import Any
 
 from drasched.quantity import QuantityError
 from drasched.scheduler.claims import ClaimEntry, claim_entries
-from drasched.scheduler.constants import GPU, POD_GROUP_LABEL, POD_SCHEDULED, PODS, QUEUE_LABEL
+from drasched.scheduler.constants import GPU, POD_GROUP_LABEL, POD_SCHEDULED, PODS, QUEUE_LABEL, UNSCHEDULABLE
 from drasched.scheduler.fraction import FractionError, gpu_fraction
 from drasched.scheduler.resources import pod_requests, to_units
 
@@ -56,6 +56,26 @@ class PodInfo:
         return self.phase in TERMINAL
 
 
+INVALID_POD_GROUP = "InvalidPodGroup"
+
+
+def unschedulable_reason(message: str) -> str:
+    """PodScheduled's reason for a pending pod: ``InvalidPodGroup`` for a pod naming two groups."""
+    return INVALID_POD_GROUP if message.startswith(INVALID_POD_GROUP + ":") else UNSCHEDULABLE
+
+
+def joined_group(md: Obj, spec: Obj) -> tuple[str | None, str | None]:
+    """The PodGroup a pod joins: its ``drasched.io/pod-group`` label or its upstream
+    ``spec.schedulingGroup.podGroupName`` (docs/design.md, "One gang per pod"), and the error
+    when it names both."""
+    ours = (md.get("labels") or {}).get(POD_GROUP_LABEL)
+    upstream = (spec.get("schedulingGroup") or {}).get("podGroupName") or None
+    if ours and upstream:
+        return None, (f"{INVALID_POD_GROUP}: the pod names two PodGroups, {ours} (label {POD_GROUP_LABEL}) and "
+                      f"{upstream} (spec.schedulingGroup.podGroupName); a pod joins one group")
+    return ours or upstream, None
+
+
 def _scheduled_condition(obj: Obj) -> tuple[str, str, str] | None:
     for c in (obj.get("status") or {}).get("conditions") or []:
         if c.get("type") == POD_SCHEDULED:
@@ -85,6 +105,8 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKe
         error = error or str(exc)
     if fraction is not None:
         requests = {**requests, GPU: float(fraction)}
+    group, group_error = joined_group(md, spec)
+    error = error or group_error
     priority = spec.get("priority")
     if priority is None:
         priority = priority_of_class.get(spec.get("priorityClassName") or "", 0)
@@ -109,7 +131,7 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKe
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         gated=bool(spec.get("schedulingGates")),
         queue_label=labels.get(QUEUE_LABEL),
-        group_label=labels.get(POD_GROUP_LABEL),
+        group_label=group,
         node_selector=node_selector,
         required_affinity=affinity,
         tolerations=tolerations,

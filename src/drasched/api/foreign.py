@@ -1,0 +1,373 @@
+"""Other schedulers' objects read as drasched's own: the upstream gang API and KAI-Scheduler.
+
+A user migrating to drasched keeps the manifests they have. This module turns them, at the
+edge where manifests are read, into the drasched objects the scheduler already understands,
+so the scheduler core never learns a second vocabulary:
+
+* ``scheduling.k8s.io`` ``v1alpha2`` (Kubernetes 1.36) and ``v1beta1`` (1.37) **PodGroup**,
+  resolved against the **Workload** template it names, becomes a drasched PodGroup of the
+  same name (pods join it through ``spec.schedulingGroup.podGroupName``, which the scheduler
+  reads directly). The Workload itself is consumed: it only carries templates.
+* KAI-Scheduler's ``scheduling.run.ai/v2`` **Queue** and ``v2alpha2`` **PodGroup** become a
+  drasched Queue and PodGroup; a pod's ``kai.scheduler/queue`` (or the older ``runai/queue``)
+  label, ``pod-group-name`` annotation and ``gpu-fraction`` annotation become drasched's
+  ``drasched.io/queue``, ``drasched.io/pod-group`` and ``drasched.io/gpu-fraction``.
+
+Every field with no meaning here gives a warning that names the object and the field, and
+the rest goes on (docs/design.md, "Other schedulers' objects"). Pure functions: no I/O.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from drasched.api.duration import parse_go_duration
+
+Obj = dict[str, Any]
+
+UPSTREAM_GROUP = "scheduling.k8s.io"
+UPSTREAM_VERSIONS = (f"{UPSTREAM_GROUP}/v1beta1", f"{UPSTREAM_GROUP}/v1alpha2")
+"""1.37 serves the gang API as v1beta1; 1.36 as v1alpha2 (same shapes for what is read here)."""
+KAI_QUEUE_VERSION = "scheduling.run.ai/v2"
+KAI_POD_GROUP_VERSION = "scheduling.run.ai/v2alpha2"
+DRASCHED_VERSION = "scheduling.drasched.io/v1alpha1"
+
+TRANSLATED_FROM = "drasched.io/translated-from"
+"""Annotation on a translated object: the apiVersion and kind it was written as."""
+QUEUE_LABEL = "drasched.io/queue"
+POD_GROUP_LABEL = "drasched.io/pod-group"
+GPU_FRACTION = "drasched.io/gpu-fraction"
+KAI_QUEUE_LABELS = ("kai.scheduler/queue", "runai/queue")
+"""KAI's queue label: ``kai.scheduler/queue`` since KAI v0.10, ``runai/queue`` before."""
+KAI_POD_GROUP_ANNOTATION = "pod-group-name"
+KAI_GPU_FRACTION = "gpu-fraction"
+GPU = "nvidia.com/gpu"
+
+WHOLE_GROUP_MODES = ("PodGroup", "All")
+"""disruptionMode values meaning "disrupt the whole group": 1.36 spells it PodGroup, 1.37 All."""
+SINGLE_POD_MODES = ("Pod", "Single")
+
+
+@dataclass
+class Translation:
+    """Each input object as drasched reads it (``None``: consumed, a Workload), and one warning
+    per field that has no meaning here."""
+
+    objects: list[Obj | None] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def kept(self) -> list[Obj]:
+        return [o for o in self.objects if o is not None]
+
+
+def is_upstream(obj: Obj, kind: str) -> bool:
+    return obj.get("kind") == kind and obj.get("apiVersion") in UPSTREAM_VERSIONS
+
+
+def is_foreign(obj: Obj) -> bool:
+    """Whether ``obj`` is one of the kinds this module translates (pods aside)."""
+    return (is_upstream(obj, "PodGroup") or is_upstream(obj, "Workload")
+            or (obj.get("apiVersion"), obj.get("kind")) in ((KAI_QUEUE_VERSION, "Queue"),
+                                                           (KAI_POD_GROUP_VERSION, "PodGroup")))
+
+
+def translate(objects: Iterable[Obj]) -> Translation:
+    """Every object of ``objects`` as drasched reads it, position for position.
+
+    A translated PodGroup or Queue whose name a drasched object of that kind already holds
+    is dropped with a warning: drasched's own object wins.
+    """
+    objs = list(objects)
+    workloads = {_key(o): o for o in objs if is_upstream(o, "Workload")}
+    groups = [o for o in objs if is_upstream(o, "PodGroup")]
+    native = {(o.get("kind"), _key(o)) for o in objs if o.get("apiVersion") == DRASCHED_VERSION}
+    out = Translation()
+    _check_workloads(workloads.values(), groups, out.warnings)
+    for o in objs:
+        version_kind = (o.get("apiVersion"), o.get("kind"))
+        t: Obj | None
+        if is_upstream(o, "Workload"):
+            t = None
+        elif is_upstream(o, "PodGroup"):
+            t = upstream_pod_group(o, workloads, out.warnings)
+        elif version_kind == (KAI_QUEUE_VERSION, "Queue"):
+            t = kai_queue(o, out.warnings)
+        elif version_kind == (KAI_POD_GROUP_VERSION, "PodGroup"):
+            t = kai_pod_group(o, out.warnings)
+        elif version_kind == ("v1", "Pod"):
+            t = kai_pod(o, out.warnings)
+        else:
+            t = o
+        if t is not None and t is not o and is_foreign(o) and (t["kind"], _key(t)) in native:
+            out.warnings.append(f"{_what(o)}: ignored: {DRASCHED_VERSION} {t['kind']} of the same name exists "
+                                "and wins")
+            t = None
+        out.objects.append(t)
+    return out
+
+
+# ---- the upstream gang API (KEP-4671, KEP-5729) ---------------------------------------------
+
+
+def upstream_pod_group(pg: Obj, workloads: dict[str, Obj], warnings: list[str]) -> Obj:
+    """A ``scheduling.k8s.io`` PodGroup as a drasched PodGroup of the same namespace and name.
+
+    The PodGroup's own fields win; those it leaves unset come from the Workload template its
+    ``spec.podGroupTemplateRef`` names (as the workload controller copies them upstream).
+    """
+    what = _what(pg)
+    spec = dict(pg.get("spec") or {})
+    ref = ((spec.get("podGroupTemplateRef") or {}).get("workload")) or {}
+    if ref:
+        template = _template(pg, ref, workloads, warnings)
+        for k, v in template.items():
+            if k != "name" and spec.get(k) in (None, {}, [], ""):
+                spec[k] = v
+    out_spec: Obj = {"minMember": _min_count(spec.get("schedulingPolicy") or {}, what, warnings)}
+    queue = _labels(pg).get(QUEUE_LABEL)
+    if queue:  # else the pods' label, else "default" (docs/design.md, "One gang per pod")
+        out_spec["queue"] = queue
+    if spec.get("priorityClassName"):
+        out_spec["priorityClassName"] = spec["priorityClassName"]
+    if spec.get("priority") is not None and not spec.get("priorityClassName"):
+        warnings.append(f"{what}: spec.priority {spec['priority']} has no meaning here: drasched takes a group's "
+                        "priority from spec.priorityClassName, else from its pods")
+    topology = ((spec.get("schedulingConstraints") or {}).get("topology")) or []
+    keys = [str(t.get("key")) for t in topology if isinstance(t, dict) and t.get("key")]
+    if keys:
+        out_spec["topologyConstraint"] = {"requiredTopologyKey": keys[0]}
+        for i, extra in enumerate(keys[1:], start=1):
+            warnings.append(f"{what}: spec.schedulingConstraints.topology[{i}] ({extra}) ignored: drasched "
+                            f"places a group within one domain of one key ({keys[0]})")
+    if spec.get("resourceClaims"):
+        out_spec["resourceClaims"] = copy.deepcopy(spec["resourceClaims"])
+    mode = spec.get("disruptionMode")
+    if mode in SINGLE_POD_MODES:
+        warnings.append(f"{what}: spec.disruptionMode {mode} has no meaning here: drasched evicts a PodGroup "
+                        "whole (disruptionMode All)")
+    elif mode is not None and mode not in WHOLE_GROUP_MODES:
+        warnings.append(f"{what}: spec.disruptionMode: unknown value {mode!r} (known: All, Single; 1.36: "
+                        "PodGroup, Pod); the group is evicted whole")
+    return _drasched("PodGroup", pg, out_spec)
+
+
+def _check_workloads(workloads: Iterable[Obj], groups: list[Obj], warnings: list[str]) -> None:
+    """A Workload template no PodGroup instantiates schedules nothing: say so."""
+    used = set()
+    for g in groups:
+        ref = ((g.get("spec") or {}).get("podGroupTemplateRef") or {}).get("workload") or {}
+        used.add((_ns(g), ref.get("workloadName"), ref.get("podGroupTemplateName")))
+    for w in workloads:
+        for i, t in enumerate((w.get("spec") or {}).get("podGroupTemplates") or []):
+            name = (t or {}).get("name")
+            if (_ns(w), _name(w), name) not in used:
+                warnings.append(f"{_what(w)}: spec.podGroupTemplates[{i}] ({name}): no PodGroup is created from "
+                                "this template, so no pod can join it; create a PodGroup whose "
+                                f"spec.podGroupTemplateRef.workload names {_name(w)}/{name}")
+
+
+def _template(pg: Obj, ref: Obj, workloads: dict[str, Obj], warnings: list[str]) -> Obj:
+    wname, tname = ref.get("workloadName"), ref.get("podGroupTemplateName")
+    w = workloads.get(f"{_ns(pg)}/{wname}")
+    if w is None:
+        warnings.append(f"{_what(pg)}: spec.podGroupTemplateRef.workload.workloadName: Workload "
+                        f"{_ns(pg)}/{wname} does not exist; the PodGroup's own fields are used")
+        return {}
+    for t in (w.get("spec") or {}).get("podGroupTemplates") or []:
+        if (t or {}).get("name") == tname:
+            return dict(t)
+    warnings.append(f"{_what(pg)}: spec.podGroupTemplateRef.workload.podGroupTemplateName: Workload "
+                    f"{_ns(pg)}/{wname} has no template {tname!r}; the PodGroup's own fields are used")
+    return {}
+
+
+def _min_count(policy: Obj, what: str, warnings: list[str]) -> int:
+    gang = policy.get("gang")
+    if isinstance(gang, dict):
+        try:
+            return max(1, int(gang.get("minCount") or 1))
+        except (TypeError, ValueError):
+            warnings.append(f"{what}: spec.schedulingPolicy.gang.minCount: not an integer; 1 is used")
+    return 1  # basic: every pod on its own merits
+
+
+# ---- KAI-Scheduler ----------------------------------------------------------------------------
+
+KAI_RESOURCES = {"gpu": GPU, "cpu": "cpu", "memory": "memory"}
+KAI_QUEUE_IGNORED = {"displayName": "a display name", "nodePoolName": "node pools",
+                     "dependsOn": "queue dependencies"}
+KAI_POD_GROUP_IGNORED = {"topologyConstraint.topology": "a named Topology object (the level keys are read)",
+                         "subGroups": "sub-groups (one gang minimum per group)",
+                         "markUnschedulable": "marking a group unschedulable",
+                         "schedulingBackoff": "a per-group backoff (drasched's backoff is 1 s doubling to 10 s)",
+                         "preemptibility": "a per-group preemptibility (use a PriorityClass labelled "
+                                           "drasched.io/preemptible)"}
+
+
+def kai_queue(q: Obj, warnings: list[str]) -> Obj:
+    """A KAI Queue as a drasched Queue. Units: KAI counts cpu in millicores and memory in MB
+    (10^6 bytes); ``-1`` means unlimited."""
+    what = _what(q)
+    spec = q.get("spec") or {}
+    out: Obj = {}
+    if spec.get("parentQueue"):
+        out["parentQueue"] = spec["parentQueue"]
+    if spec.get("priority") is not None:
+        out["priority"] = spec["priority"]
+    runtimes = {k: spec[k] for k in ("preemptMinRuntime", "reclaimMinRuntime") if spec.get(k)}
+    if runtimes:
+        out["minRuntime"] = min(runtimes.values(), key=_seconds)
+        if len(set(runtimes.values())) > 1:
+            warnings.append(f"{what}: spec.reclaimMinRuntime and spec.preemptMinRuntime differ: drasched has one "
+                            f"minRuntime for both, the shorter ({out['minRuntime']}) is used")
+    resources: Obj = {}
+    for kai_name, res in (spec.get("resources") or {}).items():
+        name = KAI_RESOURCES.get(kai_name)
+        if name is None:
+            warnings.append(f"{what}: spec.resources.{kai_name} has no meaning here (known: gpu, cpu, memory)")
+            continue
+        entry = _kai_resource(kai_name, res or {}, f"{what}: spec.resources.{kai_name}", warnings)
+        if entry:
+            resources[name] = entry
+    if resources:
+        out["resources"] = resources
+    for k in sorted(set(spec) - {"parentQueue", "priority", "resources", "preemptMinRuntime", "reclaimMinRuntime"}):
+        why = KAI_QUEUE_IGNORED.get(k, "no drasched equivalent")
+        warnings.append(f"{what}: spec.{k} has no meaning here ({why}); ignored")
+    return _drasched("Queue", q, out)
+
+
+def _kai_resource(kai_name: str, res: Obj, where: str, warnings: list[str]) -> Obj:
+    entry: Obj = {}
+    for k in ("quota", "limit"):
+        v = res.get(k)
+        if v is None:
+            continue
+        if float(v) < 0:  # -1: unlimited
+            if k == "quota":
+                warnings.append(f"{where}.quota: {v} (unlimited) has no meaning here: a drasched queue's quota is "
+                                "what it is guaranteed; none is set")
+            continue
+        entry[k] = _kai_quantity(kai_name, v)
+    if res.get("overQuotaWeight") is not None:
+        entry["overQuotaWeight"] = res["overQuotaWeight"]
+    for k in sorted(set(res) - {"quota", "limit", "overQuotaWeight"}):
+        warnings.append(f"{where}.{k} has no meaning here; ignored")
+    return entry
+
+
+def _kai_quantity(kai_name: str, value: Any) -> str:
+    """KAI's number as an exact Kubernetes quantity: millicores, MB (10^6 bytes), GPUs."""
+    text = _number(value)
+    if kai_name == "cpu":
+        return f"{text}m"
+    if kai_name == "memory":
+        return f"{text}M"
+    return text
+
+
+def kai_pod_group(pg: Obj, warnings: list[str]) -> Obj:
+    """A KAI PodGroup as a drasched PodGroup; topology levels are node label keys in both."""
+    what = _what(pg)
+    spec = pg.get("spec") or {}
+    out: Obj = {"minMember": max(1, int(spec.get("minMember") or 1))}
+    if spec.get("queue"):
+        out["queue"] = spec["queue"]
+    if spec.get("priorityClassName"):
+        out["priorityClassName"] = spec["priorityClassName"]
+    topo = spec.get("topologyConstraint") or {}
+    constraint = {dk: topo[kk] for kk, dk in (("requiredTopologyLevel", "requiredTopologyKey"),
+                                              ("preferredTopologyLevel", "preferredTopologyKey")) if topo.get(kk)}
+    if constraint:
+        out["topologyConstraint"] = constraint
+    present = {f"spec.{k}" for k in spec} | {f"spec.topologyConstraint.{k}" for k in topo}
+    for path in sorted(present):
+        short = path.removeprefix("spec.")
+        if short in ("minMember", "queue", "priorityClassName", "topologyConstraint",
+                     "topologyConstraint.requiredTopologyLevel", "topologyConstraint.preferredTopologyLevel"):
+            continue
+        why = KAI_POD_GROUP_IGNORED.get(short, "no drasched equivalent")
+        warnings.append(f"{what}: {path} has no meaning here ({why}); ignored")
+    return _drasched("PodGroup", pg, out)
+
+
+def kai_pod(pod: Obj, warnings: list[str]) -> Obj:
+    """A pod with KAI's queue label, group or GPU-fraction annotation, with drasched's added.
+
+    drasched's own label or annotation wins where both are set and differ (with a warning).
+    Returns ``pod`` itself when it carries none of KAI's.
+    """
+    md = pod.get("metadata") or {}
+    labels, annotations = dict(md.get("labels") or {}), dict(md.get("annotations") or {})
+    aliases = [(labels, k, labels, QUEUE_LABEL, f"metadata.labels[{k}]") for k in KAI_QUEUE_LABELS]
+    aliases += [(annotations, KAI_POD_GROUP_ANNOTATION, labels, POD_GROUP_LABEL,
+                 f"metadata.annotations[{KAI_POD_GROUP_ANNOTATION}]"),
+                (annotations, KAI_GPU_FRACTION, annotations, GPU_FRACTION,
+                 f"metadata.annotations[{KAI_GPU_FRACTION}]")]
+    changed = False
+    for src, key, dst, ours, path in aliases:
+        if key not in src:
+            continue
+        if ours in dst and dst[ours] != src[key]:
+            warnings.append(f"{_what(pod)}: {path} {src[key]!r} ignored: {ours} says {dst[ours]!r}")
+            continue
+        if ours not in dst:
+            dst[ours] = src[key]
+            changed = True
+    if not changed:
+        return pod
+    out = copy.deepcopy(pod)
+    out["metadata"]["labels"] = labels
+    if annotations:
+        out["metadata"]["annotations"] = annotations
+    return out
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+
+
+def _drasched(kind: str, src: Obj, spec: Obj) -> Obj:
+    md = copy.deepcopy(src.get("metadata") or {})
+    for k in ("resourceVersion", "uid", "generation", "managedFields", "selfLink"):
+        md.pop(k, None)
+    md["annotations"] = {**(md.get("annotations") or {}), TRANSLATED_FROM: f"{src.get('apiVersion')} {kind}"}
+    return {"apiVersion": DRASCHED_VERSION, "kind": kind, "metadata": md, "spec": spec}
+
+
+def _labels(o: Obj) -> dict[str, str]:
+    return dict((o.get("metadata") or {}).get("labels") or {})
+
+
+def _ns(o: Obj) -> str:
+    return str((o.get("metadata") or {}).get("namespace") or "default")
+
+
+def _name(o: Obj) -> str:
+    return str((o.get("metadata") or {}).get("name") or "")
+
+
+def _key(o: Obj) -> str:
+    return f"{_ns(o)}/{_name(o)}"
+
+
+def _what(o: Obj) -> str:
+    """How a message names an object: ``<apiVersion> <Kind> <namespace>/<name>``."""
+    md = o.get("metadata") or {}
+    name = f"{md['namespace']}/{_name(o)}" if md.get("namespace") else _name(o)
+    return f"{o.get('apiVersion')} {o.get('kind')} {name}"
+
+
+def _number(value: Any) -> str:
+    f = float(value)
+    return str(int(f)) if f == int(f) else repr(f)
+
+
+def _seconds(duration: str) -> float:
+    try:
+        return parse_go_duration(str(duration)).total_seconds()
+    except ValueError:
+        return float("inf")
