@@ -31,10 +31,11 @@ def test_every_top_level_package_and_module_has_a_layer() -> None:
     assert placed - present == set(), "a layer names a package that no longer exists"
 
 
-def test_api_is_the_lowest_layer_and_cel_sits_on_it() -> None:
+def test_quantity_is_the_lowest_layer_then_cel_then_api() -> None:
+    """api validates device selectors by compiling them (as the API server does on write), so
+    it sits on cel; both use Quantity, the bottom."""
     layers = _layers()
-    assert layers[-1] == ["drasched.api"]
-    assert layers[-2] == ["drasched.cel"]
+    assert layers[-3:] == [["drasched.api"], ["drasched.cel"], ["drasched.quantity"]]
 
 
 def test_no_module_imports_a_layer_above_it() -> None:
