@@ -144,7 +144,27 @@ def _hints(e: Explanation, sim: Simulation) -> list[str]:
                              and (o.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
             if holders:
                 hints.append(f"{node}: room once one of these leaves it: {', '.join(holders)}")
+        if "in use" in why:
+            held = _devices_held_on(sim, node)
+            if held:
+                hints.append(f"{node}: devices in use: {'; '.join(held)}")
     return hints
+
+
+def _devices_held_on(sim: Simulation, node: str) -> list[str]:
+    """``device by claim NS/NAME (pods)`` for each allocated device of the slices of ``node``."""
+    objects = sim.store.all_objects()
+    pools = {((o.get("spec") or {}).get("driver"), ((o.get("spec") or {}).get("pool") or {}).get("name"))
+             for o in objects if o.get("kind") == "ResourceSlice" and (o.get("spec") or {}).get("nodeName") == node}
+    out = []
+    for c in (o for o in objects if o.get("kind") == "ResourceClaim"):
+        st = c.get("status") or {}
+        ns = (c.get("metadata") or {}).get("namespace", "")
+        pods = ", ".join(f"{ns}/{r.get('name')}" for r in st.get("reservedFor") or [])
+        for r in ((st.get("allocation") or {}).get("devices") or {}).get("results") or []:
+            if (r.get("driver"), r.get("pool")) in pools:
+                out.append(f"{r.get('device')} by claim {object_key(c)}" + (f" ({pods})" if pods else ""))
+    return sorted(out)
 
 
 def _limit_hint(sim: Simulation, queue: str, dim: str) -> str:

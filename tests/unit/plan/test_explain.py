@@ -62,3 +62,9 @@ def test_a_bound_pod_says_where_and_an_unknown_pod_is_an_error() -> None:
     assert explain(manifests, "default/small-1").lines()[0].startswith("pod default/small-1 is bound to n")
     with pytest.raises(ExplainError):
         explain(manifests, "default/nobody")
+
+
+def test_a_device_in_use_names_the_claim_and_pod_holding_it() -> None:
+    e = explain(_manifests("dra/020-second-pod-finds-device-in-use.yaml"), "default/pod-b")
+    assert e.nodes == {"node-1": "not enough gpu.example.com devices: 1 in use, 0 free, need 1"}
+    assert "node-1: devices in use: gpu-0 by claim default/claim-a (default/pod-a)" in e.hints
