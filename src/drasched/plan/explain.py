@@ -24,6 +24,7 @@ from drasched.plan.outcome import object_key
 from drasched.scheduler.actions.task import MSG_OUTSIDE_DOMAIN, place_task
 from drasched.scheduler.controller import SchedulerController
 from drasched.scheduler.session import Session, Statement
+from drasched.scheduler.snapshot import GroupInfo
 from drasched.sim.runner import Simulation
 
 Obj = dict[str, Any]
@@ -98,23 +99,12 @@ def explain(objects: Sequence[Obj], pod: str, *, max_rounds: int = 100_000) -> E
     out = Explanation(pod, node, message)
     if node:
         return out
-    ctl = _scheduler(sim)
-    ctl.cache.sync(sim.store, None)
-    snap = ctl.builder.build(ctl.cache)
-    info = snap.pods.get(pod)
-    group = snap.groups.get(snap.group_of.get(pod, ""))
-    if info is None or group is None:
+    tried = _try_each_node(sim, pod)
+    if tried is None:
         return out
-    session = Session(snap, ctl.config, now=sim.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"))
-    raw: dict[str, str | None] = {}
-    for j, n in enumerate(snap.nodes):
-        stmt = Statement(session)
-        mask = np.zeros(snap.n_nodes, dtype=bool)
-        mask[j] = True
-        raw[n.name] = place_task(session, stmt, group, info, mask)
-        stmt.rollback()
+    raw, group = tried
     failures = set(raw.values())
-    if len(failures) == 1 and None not in failures and _about_the_pod(next(iter(failures)) or "", snap.n_nodes):
+    if len(failures) == 1 and None not in failures and _about_the_pod(next(iter(failures)) or "", len(raw)):
         out.everywhere = _one_node_reasons(next(iter(failures)) or "")
     else:
         out.nodes = {name: "" if why is None else _one_node_reasons(why) for name, why in raw.items()}
@@ -123,6 +113,30 @@ def explain(objects: Sequence[Obj], pod: str, *, max_rounds: int = 100_000) -> E
                     f"{group.placed} placed, {len(group.pending)} pending")
     out.hints = _hints(out, sim)
     return out
+
+
+def _try_each_node(sim: Simulation, pod: str) -> tuple[dict[str, str | None], GroupInfo] | None:
+    """node -> why ``pod`` cannot be placed there alone (None: it can), with the pod's gang.
+
+    A fresh scheduler session over the final state, the pod offered one node at a time to
+    the placement step every action uses; each attempt is rolled back.
+    """
+    ctl = _scheduler(sim)
+    ctl.cache.sync(sim.store, None)
+    snap = ctl.builder.build(ctl.cache)
+    info = snap.pods.get(pod)
+    group = snap.groups.get(snap.group_of.get(pod, ""))
+    if info is None or group is None:
+        return None
+    session = Session(snap, ctl.config, now=sim.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"))
+    raw: dict[str, str | None] = {}
+    for j, n in enumerate(snap.nodes):
+        stmt = Statement(session)
+        mask = np.zeros(snap.n_nodes, dtype=bool)
+        mask[j] = True
+        raw[n.name] = place_task(session, stmt, group, info, mask)
+        stmt.rollback()
+    return raw, group
 
 
 def _about_the_pod(failure: str, n_nodes: int) -> bool:
