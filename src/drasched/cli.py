@@ -70,7 +70,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     from drasched.serve.fencing import LeadershipLost
     from drasched.serve.leader import LeaderElector
-    from drasched.serve.main import _Health, build_controllers, run, start_http
+    from drasched.serve.main import _Health, build_controllers, run, serves_taint_rules, start_http
     from drasched.serve.metrics import Metrics
     from drasched.store.credentials import CredentialsError
     from drasched.store.kube import KubeStore
@@ -98,8 +98,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             print(f"drasched serve: {exc}", file=sys.stderr)
             return 2
     try:
-        run(store, build_controllers(args.enable_claim_controller, args.config), metrics=metrics,
-            elector=elector, period=args.period, stop=stop, health=health)
+        run(store, build_controllers(args.enable_claim_controller, args.config, serves_taint_rules(store)),
+            metrics=metrics, elector=elector, period=args.period, stop=stop, health=health)
     except LeadershipLost:
         return 1  # as kube-scheduler: exit, and come back as a standby
     finally:
@@ -213,6 +213,22 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_convert(args: argparse.Namespace) -> int:
+    from drasched.api.foreign import translate
+    from drasched.api.manifest import ManifestError, dump_yaml, load_paths
+
+    try:
+        loaded = load_paths(args.paths, validate=False, translate=False)
+    except ManifestError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    result = translate(item.obj for item in loaded)
+    for line in result.warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    sys.stdout.write(dump_yaml(result.kept))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="drasched", description=__doc__)
     parser.add_argument("--version", action="version", version=f"drasched {__version__}")
@@ -257,6 +273,11 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--kubeconfig", help="read the cluster instead (default: $KUBECONFIG, ~/.kube/config)")
     exp.add_argument("--context", help="kubeconfig context to use (default: its current-context)")
     exp.set_defaults(func=_cmd_explain)
+
+    conv = sub.add_parser("convert", help="print drasched's equivalents of KAI-Scheduler and scheduling.k8s.io "
+                          "gang objects (a warning per field with no meaning here)")
+    conv.add_argument("paths", nargs="+", metavar="FILE|DIR|-", help="manifests (YAML/JSON, directories, - for stdin)")
+    conv.set_defaults(func=_cmd_convert)
 
     from drasched.node.cli import register as register_driver
 

@@ -1,0 +1,139 @@
+"""KAI-Scheduler and upstream gang objects translated into drasched's, field by field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from drasched.api.foreign import translate
+from drasched.cli import main as cli_main
+
+Obj = dict[str, Any]
+
+
+def _kai_queue(spec: Obj, name: str = "team-a") -> Obj:
+    return {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+
+
+def test_kai_queue_units_are_millicores_megabytes_and_gpus() -> None:
+    # KAI's queue docs: "CPU: millicores, Memory: MB, GPU: units"; -1 means unlimited.
+    out = translate([_kai_queue({
+        "parentQueue": "research", "priority": 200,
+        "resources": {"gpu": {"quota": 4, "limit": 8, "overQuotaWeight": 2},
+                      "cpu": {"quota": 1500, "limit": -1},
+                      "memory": {"quota": 2048, "limit": 4096}}})])
+    assert out.warnings == []
+    q = out.kept[0]
+    assert (q["apiVersion"], q["kind"]) == ("scheduling.drasched.io/v1alpha1", "Queue")
+    assert q["spec"] == {
+        "parentQueue": "research", "priority": 200,
+        "resources": {"nvidia.com/gpu": {"quota": "4", "limit": "8", "overQuotaWeight": 2},
+                      "cpu": {"quota": "1500m"},
+                      "memory": {"quota": "2048M", "limit": "4096M"}}}
+
+
+def test_kai_fractional_gpu_quota_stays_exact() -> None:
+    q = translate([_kai_queue({"resources": {"gpu": {"quota": 0.5}}})]).kept[0]
+    assert q["spec"]["resources"]["nvidia.com/gpu"] == {"quota": "0.5"}
+
+
+def test_kai_fields_without_meaning_warn_naming_object_and_field() -> None:
+    out = translate([_kai_queue({"displayName": "Team A", "resources": {"gpu": {"quota": -1}, "tpu": {"quota": 1}}}),
+                     {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
+                      "metadata": {"name": "pg", "namespace": "ml"},
+                      "spec": {"minMember": 2, "queue": "team-a", "markUnschedulable": True,
+                               "topologyConstraint": {"topology": "dc", "requiredTopologyLevel": "rack"}}}])
+    assert out.warnings == [
+        "scheduling.run.ai/v2 Queue team-a: spec.resources.gpu.quota: -1 (unlimited) has no meaning here: a drasched "
+        "queue's quota is what it is guaranteed; none is set",
+        "scheduling.run.ai/v2 Queue team-a: spec.resources.tpu has no meaning here (known: gpu, cpu, memory)",
+        "scheduling.run.ai/v2 Queue team-a: spec.displayName has no meaning here (a display name); ignored",
+        "scheduling.run.ai/v2alpha2 PodGroup ml/pg: spec.markUnschedulable has no meaning here (marking a group "
+        "unschedulable); ignored",
+        "scheduling.run.ai/v2alpha2 PodGroup ml/pg: spec.topologyConstraint.topology has no meaning here (a named "
+        "Topology object (the level keys are read)); ignored",
+    ]
+    pg = out.kept[1]
+    assert pg["spec"] == {"minMember": 2, "queue": "team-a", "topologyConstraint": {"requiredTopologyKey": "rack"}}
+
+
+def test_kai_pod_labels_become_drasched_aliases_and_drasched_wins() -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "p", "namespace": "ml", "labels": {"runai/queue": "old", "drasched.io/queue": "new"},
+                        "annotations": {"pod-group-name": "pg", "gpu-fraction": "0.25"}},
+           "spec": {}}
+    out = translate([pod])
+    md = out.kept[0]["metadata"]
+    assert md["labels"]["drasched.io/queue"] == "new"
+    assert md["labels"]["drasched.io/pod-group"] == "pg"
+    assert md["annotations"]["drasched.io/gpu-fraction"] == "0.25"
+    assert out.warnings == ["v1 Pod ml/p: metadata.labels[runai/queue] 'old' ignored: drasched.io/queue says 'new'"]
+    assert "drasched.io/pod-group" not in pod["metadata"]["labels"]  # the input is left as it was
+
+
+def test_upstream_pod_group_takes_unset_fields_from_its_workload_template() -> None:
+    workload = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "Workload",
+                "metadata": {"name": "job", "namespace": "ml"},
+                "spec": {"podGroupTemplates": [{
+                    "name": "workers", "schedulingPolicy": {"gang": {"minCount": 4}},
+                    "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/zone"}]},
+                    "priorityClassName": "high", "disruptionMode": "PodGroup",
+                    "resourceClaims": [{"name": "data", "resourceClaimTemplateName": "scratch"}]}]}}
+    group = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+             "metadata": {"name": "job-workers", "namespace": "ml", "labels": {"drasched.io/queue": "team-a"}},
+             "spec": {"podGroupTemplateRef": {"workload": {"workloadName": "job", "podGroupTemplateName": "workers"}}}}
+    out = translate([workload, group])
+    assert out.objects[0] is None  # the Workload only carries templates
+    assert out.warnings == []
+    assert out.kept[0]["spec"] == {
+        "minMember": 4, "queue": "team-a", "priorityClassName": "high",
+        "topologyConstraint": {"requiredTopologyKey": "topology.kubernetes.io/zone"},
+        "resourceClaims": [{"name": "data", "resourceClaimTemplateName": "scratch"}]}
+
+
+@pytest.mark.parametrize(("field", "value", "warning"), [
+    ("disruptionMode", "Single", "spec.disruptionMode Single has no meaning here: drasched evicts a PodGroup whole"),
+    ("priority", 5, "spec.priority 5 has no meaning here"),
+    ("podGroupTemplateRef", {"workload": {"workloadName": "gone", "podGroupTemplateName": "x"}},
+     "spec.podGroupTemplateRef.workload.workloadName: Workload ml/gone does not exist"),
+])
+def test_upstream_pod_group_field_without_meaning_warns(field: str, value: Any, warning: str) -> None:
+    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "g", "namespace": "ml"},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, field: value}}
+    out = translate([group])
+    assert len(out.warnings) == 1
+    assert out.warnings[0].startswith("scheduling.k8s.io/v1beta1 PodGroup ml/g: ")
+    assert warning in out.warnings[0]
+    assert out.kept[0]["spec"]["minMember"] == 2
+
+
+def test_a_drasched_object_of_the_same_name_wins() -> None:
+    ours = {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ml"}, "spec": {"minMember": 3}}
+    theirs = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+              "metadata": {"name": "g", "namespace": "ml"}, "spec": {}}
+    out = translate([ours, theirs])
+    assert out.kept == [ours]
+    assert out.warnings == ["scheduling.k8s.io/v1beta1 PodGroup ml/g: ignored: scheduling.drasched.io/v1alpha1 "
+                            "PodGroup of the same name exists and wins"]
+
+
+def test_convert_prints_drasched_objects_and_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "kai.yaml"
+    src.write_text(yaml.safe_dump_all([
+        _kai_queue({"resources": {"gpu": {"quota": 2}}, "displayName": "A"}),
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default",
+                                                         "labels": {"kai.scheduler/queue": "team-a"}},
+         "spec": {"containers": [{"name": "c", "image": "x"}]}}]))
+    assert cli_main(["convert", str(src)]) == 0
+    out, err = capsys.readouterr()
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    assert [(d["apiVersion"], d["kind"]) for d in docs] == [("scheduling.drasched.io/v1alpha1", "Queue"), ("v1", "Pod")]
+    assert docs[0]["spec"] == {"resources": {"nvidia.com/gpu": {"quota": "2"}}}
+    assert docs[1]["metadata"]["labels"]["drasched.io/queue"] == "team-a"
+    assert err == "warning: scheduling.run.ai/v2 Queue team-a: spec.displayName has no meaning here (a display " \
+                  "name); ignored\n"
