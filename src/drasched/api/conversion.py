@@ -30,7 +30,7 @@ Obj = dict[str, Any]
 
 GROUP = "resource.k8s.io"
 STORAGE_VERSION = f"{GROUP}/v1"
-CONVERTED_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
+CONVERTED_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "DeviceTaintRule")
 SERVED_VERSIONS = (f"{GROUP}/v1", f"{GROUP}/v1beta2", f"{GROUP}/v1beta1")
 EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity")
 

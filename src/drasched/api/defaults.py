@@ -71,3 +71,25 @@ def apply_builtin_defaults(kind: str, obj: Obj) -> None:
         default_claim_spec(obj.get("spec"))
     elif kind == "ResourceClaimTemplate" and isinstance(obj.get("spec"), dict):
         default_claim_spec(obj["spec"].get("spec"))
+
+
+def default_taint_times(kind: str, obj: Obj, now: str, old: Obj | None = None) -> None:
+    """A device taint's ``timeAdded`` is the server's clock when unset (upstream
+    ``SetDefaults_DeviceTaint``), in ResourceSlices and DeviceTaintRules; a rule update that
+    changes the effect and keeps the old time gets the current time (the devicetaintrule
+    strategy's ``PrepareForUpdate``), so ``tolerationSeconds`` count from the new effect."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if kind == "ResourceSlice":
+        for dev in spec.get("devices") or []:
+            for taint in (dev.get("taints") if isinstance(dev, dict) else None) or []:
+                if isinstance(taint, dict) and not taint.get("timeAdded"):
+                    taint["timeAdded"] = now
+    elif kind == "DeviceTaintRule" and isinstance(spec.get("taint"), dict):
+        taint = spec["taint"]
+        old_taint = ((old or {}).get("spec") or {}).get("taint") or {}
+        if not taint.get("timeAdded") or (
+                old_taint and taint.get("effect") != old_taint.get("effect")
+                and taint.get("timeAdded") == old_taint.get("timeAdded")):
+            taint["timeAdded"] = now

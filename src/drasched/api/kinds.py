@@ -52,6 +52,7 @@ RESOURCE_CLAIM_TEMPLATE = ResourceType(
     RESOURCE, "v1", "ResourceClaimTemplate", "resourceclaimtemplates", True, has_status=False
 )
 RESOURCE_SLICE = ResourceType(RESOURCE, "v1", "ResourceSlice", "resourceslices", False, has_status=False)
+DEVICE_TAINT_RULE = ResourceType(RESOURCE, "v1", "DeviceTaintRule", "devicetaintrules", False)
 PRIORITY_CLASS = ResourceType(
     "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, has_status=False
 )
@@ -76,6 +77,7 @@ ALL: tuple[ResourceType, ...] = (
     NODE,
     DEVICE_CLASS,
     RESOURCE_SLICE,
+    DEVICE_TAINT_RULE,
     QUEUE,
     RESOURCE_CLAIM_TEMPLATE,
     RESOURCE_CLAIM,

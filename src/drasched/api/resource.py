@@ -48,6 +48,9 @@ __all__ = [
     "DeviceSelector",
     "DeviceSubRequest",
     "DeviceTaint",
+    "DeviceTaintRule",
+    "DeviceTaintRuleSpec",
+    "DeviceTaintSelector",
     "DeviceToleration",
     "ExactDeviceRequest",
     "NodeSelector",
@@ -167,6 +170,32 @@ class DeviceTaint(View):
     value: str = ""
     effect: str = ""
     time_added: str | None = None
+
+
+class DeviceTaintSelector(View):
+    """Which devices a DeviceTaintRule taints; every field set must match (1.35 dropped
+    ``deviceClassName`` and ``selectors``)."""
+
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+
+
+class DeviceTaintRuleSpec(View):
+    taint: DeviceTaint
+    device_selector: DeviceTaintSelector | None = None
+
+
+class DeviceTaintRuleStatus(View):
+    conditions: list[Any] = []
+
+
+class DeviceTaintRule(View):
+    """``resource.k8s.io/v1`` DeviceTaintRule (Kubernetes 1.37): one taint for the selected devices."""
+
+    spec: DeviceTaintRuleSpec
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    status: DeviceTaintRuleStatus = msgspec.field(default_factory=DeviceTaintRuleStatus)
 
 
 class Device(View):

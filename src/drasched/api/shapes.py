@@ -67,6 +67,7 @@ VIEW_OF: dict[str, type[View]] = {
     "ResourceClaim": resource.ResourceClaim,
     "ResourceClaimTemplate": resource.ResourceClaimTemplate,
     "ResourceSlice": resource.ResourceSlice,
+    "DeviceTaintRule": resource.DeviceTaintRule,
     "Queue": models.Queue,
     "PodGroup": models.PodGroup,
     "BindRequest": models.BindRequest,
@@ -98,6 +99,7 @@ SHAPE_OVERRIDES: dict[tuple[type[View], str], Any] = {
     (models.PodGroupStatus, "conditions"): list[Condition],
     (models.ResourceRequirements, "claims"): list[ContainerClaim],
     (resource.AllocatedDeviceStatus, "conditions"): list[Condition],
+    (resource.DeviceTaintRuleStatus, "conditions"): list[Condition],
 }
 """Fields whose view type is looser than what drasched's logic reads (view, JSON name) -> type."""
 

@@ -26,7 +26,6 @@ from typing import Any
 
 import msgspec
 
-from drasched.quantity import Format, Quantity, QuantityError
 from drasched.api.resource import (
     CapacityRequestPolicy,
     Device,
@@ -35,6 +34,8 @@ from drasched.api.resource import (
     decode,
 )
 from drasched.dra.nodes import node_matches
+from drasched.dra.taintrules import RuleTaint, taints_for
+from drasched.quantity import Format, Quantity, QuantityError
 
 Obj = dict[str, Any]
 DeviceID = tuple[str, str, str]
@@ -221,7 +222,7 @@ class PoolIndex:
     slices the node sees.
     """
 
-    def __init__(self, slices: list[Obj]) -> None:
+    def __init__(self, slices: list[Obj], taint_rules: list[RuleTaint] | None = None) -> None:
         self.pools: dict[PoolID, Pool] = {}
         self.bad_slices: list[str] = []
         self.devices_by_id: dict[DeviceID, DeviceEntry] = {}
@@ -239,6 +240,8 @@ class PoolIndex:
             gens = {g: self._build_pool(pid, g, entries) for g, entries in grouped[pid].items()}
             self._gens[pid] = gens
             self.pools[pid] = gens[max(gens)]
+        if taint_rules:
+            self._apply_taint_rules(taint_rules)
         self._ordered = sorted(self.pools.values(), key=lambda p: (p.has_binding_conditions, p.driver, p.name))
         # Most pools are node-local (every slice names its node, none carries counters):
         # index those by node name so a node only looks at its own pools plus the few that
@@ -262,6 +265,16 @@ class PoolIndex:
             if pool.usable:
                 for d in pool.devices:
                     self.devices_by_id[d.id] = d
+
+    def _apply_taint_rules(self, rules: list[RuleTaint]) -> None:
+        """Add each DeviceTaintRule's taint to the devices it selects, after the slice's own
+        taints, as upstream's slice tracker patches them in before allocation."""
+        for gens in self._gens.values():
+            for pool in gens.values():
+                for d in pool.devices:
+                    extra = taints_for(rules, d.driver, d.pool_name, d.name)
+                    if extra:
+                        d.view = msgspec.structs.replace(d.view, taints=[*d.view.taints, *extra])
 
     def forget_nodes(self) -> None:
         """Drop the per-node views (a node's labels changed: what it sees may have too)."""

@@ -18,7 +18,7 @@ from drasched.api.meta import format_time, parse_time
 from drasched.api.resource import FINALIZER
 from drasched.control import ControllerContext
 from drasched.scheduler.backoff import BindBackoff
-from drasched.scheduler.cache import SchedulerCache
+from drasched.scheduler.cache import WATCHED, SchedulerCache
 from drasched.scheduler.config import ConfigError, SchedulerConfig, config_from_yaml
 from drasched.scheduler.constants import DEFAULT_QUEUE, POD_SCHEDULED
 from drasched.scheduler.cycle import CycleResult, run_cycle
@@ -65,7 +65,7 @@ class SchedulerController:
     def __init__(self, config: SchedulerConfig | None = None, *, claim_wait_grace: float | None = None,
                  write_workers: int = 1, idle_cycle_period: float | None = None,
                  claims_queued: Callable[[str], bool] | None = None, config_map_modules: bool = True,
-                 allocation_wall_time: float | None = None) -> None:
+                 allocation_wall_time: float | None = None, watch_taint_rules: bool = True) -> None:
         self.config_map_modules = config_map_modules
         self.allocation_wall_time = allocation_wall_time
         """``drasched serve``: seconds one device allocation search may run on top of its step
@@ -94,7 +94,9 @@ class SchedulerController:
         """(pod uid, message) -> the first cycle that saw the pod wait for a claim to be created."""
         self.base_config = config or SchedulerConfig.embedded()
         self.config = self.base_config
-        self.cache = SchedulerCache()
+        # DeviceTaintRules taint devices for allocation; serve watches them only where the
+        # API server serves resource.k8s.io/v1 devicetaintrules (Kubernetes 1.37).
+        self.cache = SchedulerCache((*WATCHED, kinds.DEVICE_TAINT_RULE) if watch_taint_rules else WATCHED)
         self.builder = SnapshotBuilder(self.config, allocation_wall_time=allocation_wall_time)
         self._config_rv: str | None = None
         self.last: CycleResult | None = None

@@ -28,6 +28,7 @@ from drasched.dra.allocated_state import AllocatedState
 from drasched.dra.allocator import Allocator, SelectorCache
 from drasched.dra.extended import implicit_name
 from drasched.dra.pools import DeviceID, PoolIndex
+from drasched.dra.taintrules import parse_rules
 from drasched.scheduler.backoff import BindBackoff
 from drasched.scheduler.cache import SchedulerCache
 from drasched.scheduler.claims import (
@@ -173,8 +174,9 @@ class SnapshotBuilder:
         self._demands: dict[str, tuple[PodInfo, dict[str, float]]] = {}
         self._demands_of = -1
         """The DeviceClass generation the memoised pod demands were computed for."""
-        self._pools_of: tuple[int, int, int] = (0, -1, -1)
-        """(cache id, slice generation, node generation) the pool index was built for / checked at."""
+        self._pools_of: tuple[int, int, int, int] = (0, -1, -1, -1)
+        """(cache id, slice generation, node generation, DeviceTaintRule generation) the pool
+        index was built for / checked at."""
 
     def _pool_index(self, cache: SchedulerCache) -> PoolIndex:
         """The pools of every ResourceSlice, rebuilt only when a slice changed.
@@ -183,9 +185,12 @@ class SnapshotBuilder:
         slices rarely change; the index is read-only for the cycle, apart from its per-node
         views, which are dropped when a node changes (labels decide what a node sees).
         """
-        seen = (id(cache), cache.kind_generation(kinds.RESOURCE_SLICE), cache.kind_generation(kinds.NODE))
-        if self._pools is None or self._pools_of[:2] != seen[:2]:
-            self._pools = PoolIndex(list(cache.objects(kinds.RESOURCE_SLICE).values()))
+        rules = kinds.DEVICE_TAINT_RULE in cache.watched
+        seen = (id(cache), cache.kind_generation(kinds.RESOURCE_SLICE), cache.kind_generation(kinds.NODE),
+                cache.kind_generation(kinds.DEVICE_TAINT_RULE) if rules else 0)
+        if self._pools is None or self._pools_of[:2] != seen[:2] or self._pools_of[3:] != seen[3:]:
+            taint_rules = parse_rules(cache.objects(kinds.DEVICE_TAINT_RULE).values()) if rules else None
+            self._pools = PoolIndex(list(cache.objects(kinds.RESOURCE_SLICE).values()), taint_rules)
         elif self._pools_of[2] != seen[2]:
             self._pools.forget_nodes()
         self._pools_of = seen

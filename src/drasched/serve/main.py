@@ -31,8 +31,21 @@ SERVE_KINDS = WATCHED
 claim controller's. Started together, so that the first round sees a whole cluster."""
 
 
-def build_controllers(enable_claim_controller: bool = False, config_path: str | None = None) -> list[Controller]:
-    """The control loops a cluster deployment runs (kube-controller-manager owns claims by default)."""
+def serves_taint_rules(store: ClusterStore) -> bool:
+    """Whether the API server serves resource.k8s.io/v1 DeviceTaintRules (Kubernetes 1.37 on);
+    without them drasched carries on with the taints written in ResourceSlices alone."""
+    try:
+        store.list(kinds.DEVICE_TAINT_RULE)
+    except ApiError as exc:
+        log.info("DeviceTaintRules are not read: %s", exc.message)
+        return False
+    return True
+
+
+def build_controllers(enable_claim_controller: bool = False, config_path: str | None = None,
+                      taint_rules: bool = False) -> list[Controller]:
+    """The control loops a cluster deployment runs (kube-controller-manager owns claims and
+    device taint eviction by default). ``taint_rules``: the server serves DeviceTaintRules."""
     from drasched.binder import BinderController
     from drasched.scheduler.config import load_config
     from drasched.scheduler.controller import SchedulerController
@@ -40,16 +53,19 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
     controllers: list[Controller] = []
     queued = None
     if enable_claim_controller:
+        from drasched.controllers.devicetainteviction import DeviceTaintEvictionController
         from drasched.controllers.resourceclaim import ResourceClaimController
 
         claim_controller = ResourceClaimController(workers=WRITE_WORKERS, batch=CLAIM_BATCH)
         queued = claim_controller.queued
         controllers.append(claim_controller)
+        controllers.append(DeviceTaintEvictionController(watch_rules=taint_rules))
     # In a cluster only pods naming drasched are ours (the config's schedulerNames), unlike simulate.
     controllers += [SchedulerController(load_config(config_path), claim_wait_grace=CLAIM_WAIT_GRACE,
                                         write_workers=WRITE_WORKERS, idle_cycle_period=IDLE_CYCLE_PERIOD,
                                         claims_queued=queued, config_map_modules=False,
-                                        allocation_wall_time=ALLOCATION_WALL_TIME),
+                                        allocation_wall_time=ALLOCATION_WALL_TIME,
+                                        watch_taint_rules=taint_rules),
                     BinderController(workers=BIND_WORKERS)]
     return controllers
 

@@ -14,7 +14,8 @@ def build_default_controllers() -> list[Controller]:
     controllers: list[Controller] = []
     # 0. workload controllers (Jobs, Deployments, ReplicaSets, StatefulSets make pods) and the
     #    implicit PodGroups of gang workloads, so a new pod joins its gang before it is scheduled
-    # 1. claim controller (claims from templates, release, deallocation)
+    # 1. claim controller (claims from templates, release, deallocation) and device taint
+    #    eviction (pods on devices tainted NoExecute)
     # 2. scheduler (one cycle per round)
     # 3. binder (carries out BindRequests)
     # 4. simulated kubelet (prepare, run, finish pods)
@@ -24,6 +25,9 @@ def build_default_controllers() -> list[Controller]:
     from drasched.controllers.resourceclaim import ResourceClaimController
 
     controllers.append(ResourceClaimController())
+    from drasched.controllers.devicetainteviction import DeviceTaintEvictionController
+
+    controllers.append(DeviceTaintEvictionController())
     from drasched.scheduler.controller import SchedulerController
 
     controllers.append(SchedulerController())

@@ -16,7 +16,7 @@ from typing import Any
 
 from drasched.api import disruption, kinds, validation
 from drasched.api.decode import decode_object
-from drasched.api.defaults import apply_builtin_defaults, apply_crd_defaults
+from drasched.api.defaults import apply_builtin_defaults, apply_crd_defaults, default_taint_times
 from drasched.api.errors import (
     AlreadyExists,
     ApiError,
@@ -161,6 +161,9 @@ class MemoryStore:
             md["name"] = name
         apply_crd_defaults(rt.kind, obj)
         apply_builtin_defaults(rt.kind, obj)
+        default_taint_times(rt.kind, obj, format_time(self._clock()))
+        if rt is kinds.POD and isinstance(obj.get("spec"), dict):
+            self._admit_priority(obj, admission_name)  # a mutating admission plugin: before validation
         validation.validate(obj, rt)
         self._check_namespace(rt, md.get("namespace"))
         self._authorize_admin_access(rt, obj, admin_access_causes(obj, rt, self._namespace_of(obj)))
@@ -175,8 +178,6 @@ class MemoryStore:
             md.setdefault("generation", 1)
         md["resourceVersion"] = self._next_rv()
         _reset_status_on_create(rt, obj)
-        if rt is kinds.POD:
-            self._admit_priority(obj, admission_name)
         if rt is kinds.PRIORITY_CLASS:
             self._admit_default_priority_class(obj)
         self._put(key, obj)
@@ -319,6 +320,7 @@ class MemoryStore:
                     nmd.pop(field, None)
             apply_crd_defaults(rt.kind, new)
             apply_builtin_defaults(rt.kind, new)
+            default_taint_times(rt.kind, new, format_time(self._clock()), current)
             validation.validate(new, rt)
             validation.validate_update(current, new, rt)
             if rt is kinds.PRIORITY_CLASS:

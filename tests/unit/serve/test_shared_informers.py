@@ -221,7 +221,8 @@ def test_claim_controller_shares_the_schedulers_thread_and_runs_first() -> None:
     from drasched.serve.main import _lanes, build_controllers
 
     lanes = _lanes(build_controllers(enable_claim_controller=True))
-    assert [[c.name for c in lane] for lane in lanes] == [["resourceclaim-controller", "scheduler"], ["binder"]]
+    assert [[c.name for c in lane] for lane in lanes] == [
+        ["device-taint-eviction-controller"], ["resourceclaim-controller", "scheduler"], ["binder"]]
     assert [[c.name for c in lane] for lane in _lanes(build_controllers())] == [["scheduler"], ["binder"]]
 
 
