@@ -18,6 +18,7 @@ import yaml
 from drasched.api import kinds
 from drasched.api.decode import MAX_DEPTH, decode_object
 from drasched.api.errors import BadRequest, Invalid
+from drasched.api.foreign import translate
 from drasched.api.manifest import ManifestError, load_paths, parse_documents
 from drasched.cli import main
 from drasched.store.memory import MemoryStore
@@ -199,9 +200,10 @@ def _shipped_objects() -> list[tuple[str, dict[str, Any]]]:
     files = sorted([*ROOT.joinpath("examples").rglob("*.yaml"), *ROOT.joinpath("tests", "scenarios").rglob("*.yaml")])
     out = []
     for f in files:
-        for doc in yaml.safe_load_all(f.read_text()):
-            if isinstance(doc, dict) and doc.get("apiVersion") != "test.drasched.io/v1" and "kind" in doc:
-                out.append((str(f.relative_to(ROOT)), doc))
+        docs = [d for d in yaml.safe_load_all(f.read_text())
+                if isinstance(d, dict) and d.get("apiVersion") != "test.drasched.io/v1" and "kind" in d]
+        # other schedulers' objects are decoded as what they are read as (drasched.api.foreign)
+        out += [(str(f.relative_to(ROOT)), doc) for doc in translate(docs).kept]
     return out
 
 
