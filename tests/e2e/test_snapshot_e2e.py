@@ -13,6 +13,9 @@ from typing import Any
 
 import pytest
 
+from drasched.api import kinds
+from drasched.api.manifest import load_paths
+from drasched.cli import main
 from drasched.plan.anonymize import Renames, anonymize
 from drasched.plan.snapshot import take_snapshot, write_snapshot
 from drasched.sim.runner import simulate
@@ -87,3 +90,29 @@ def test_a_simulated_snapshot_of_a_settled_cluster_moves_no_pod(case: str, clust
     assert pods == want_pods
     assert {k: [d.split("/")[2] for d in v] for k, v in claims_after.items()} == {
         renamed(k, renames.claims): [d.split("/")[2] for d in v] for k, v in live_claims.items()}
+
+
+def test_the_commands_read_a_live_cluster_explain_agrees_with_its_podscheduled_message(
+        cluster: LocalCluster, capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
+    store = cluster.store()
+    load(store, load_scenario(SCENARIOS / "scheduler/004-gang-all-or-nothing.yaml"))
+    with Serving(cluster, claims_only=True):
+        wait_quiet(store)
+    with Serving(cluster) as serving:
+        wait_quiet(store)
+    assert serving.error is None, serving.error
+    live = store.get(kinds.POD, "big-1", "default")
+    message = next(c["message"] for c in live["status"]["conditions"] if c["type"] == "PodScheduled")
+    assert main(["explain", "default/big-1", "--kubeconfig", cluster.kubeconfig_path]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"pod default/big-1 is pending: {message}"
+    assert "  gang: pod group default/big needs 3 pods placed together; 0 placed, 3 pending" in out
+    assert "  n1: insufficient nvidia.com/gpu" in out and "  n2: insufficient nvidia.com/gpu" in out
+
+    assert main(["snapshot", "--kubeconfig", cluster.kubeconfig_path, "-o", str(tmp_path / "snap"), "--anonymize"]) == 0
+    objects = [item.obj for item in load_paths([str(tmp_path / "snap")])]
+    assert not any(o["metadata"]["name"] in ("big-1", "n1") for o in objects)
+    live_nodes = sorted(str(p["spec"].get("nodeName")) for p in store.list(kinds.POD).items)
+    simulated = simulate(objects).objects
+    renames = {v: k for k, v in Renames.for_objects(take_snapshot(store)).nodes.items()}
+    assert sorted(str(renames.get(p["spec"].get("nodeName"))) for p in simulated if p["kind"] == "Pod") == live_nodes
