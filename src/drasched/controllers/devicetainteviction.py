@@ -275,6 +275,7 @@ def _with_effect(rule: RuleTaint) -> DeviceTaint:
 def _count_devices(rule: RuleTaint, slices: Iterable[Obj], claims: Iterable[Obj]) -> tuple[int, int]:
     """Upstream ``countTaintedDevices``: devices published in slices and allocated devices the rule selects."""
     published = 0
+    slices = list(slices)
     newest: dict[tuple[str, str], int] = {}
     for s in slices:
         spec = s.get("spec") or {}
