@@ -16,7 +16,7 @@ from drasched.api.errors import ApiError, Conflict, NotFound
 from drasched.api.meta import owner_reference
 from drasched.api.resource import FINALIZER
 from drasched.api.resource import RESERVED_FOR_MAX_SIZE as MAX_RESERVED_FOR
-from drasched.dra.claimrules import POD_GROUP_LABEL
+from drasched.dra.claimrules import POD_GROUP_LABEL, pod_group_name
 from drasched.store.base import ClusterStore
 
 Obj = dict[str, Any]
@@ -216,6 +216,9 @@ def group_still_needs(store: ClusterStore, namespace: str, group: str, pod_name:
     must not take devices away from the members already running.
     """
     members = store.list(kinds.POD, namespace, label_selector=f"{POD_GROUP_LABEL}={group}").items
+    # members that join through the upstream spec.schedulingGroup carry no label
+    members += [m for m in store.list(kinds.POD, namespace, label_selector=f"!{POD_GROUP_LABEL}").items
+                if pod_group_name(m) == group]
     others = {m["metadata"]["name"] for m in members if m["metadata"]["name"] != pod_name}
     for m in members:
         if m["metadata"]["name"] not in others:
