@@ -170,6 +170,14 @@ def with_owner_without_uid(obj: Obj) -> None:
     obj["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "train"}]
 
 
+def with_slice_node_selector(requirement: Obj) -> Callable[[Obj], None]:
+    def mutate(obj: Obj) -> None:
+        del obj["spec"]["nodeName"]
+        obj["spec"]["nodeSelector"] = {"nodeSelectorTerms": [{"matchExpressions": [requirement]}]}
+
+    return mutate
+
+
 def with_request_policy_max(high: str) -> Callable[[Obj], None]:
     def mutate(obj: Obj) -> None:
         dev = obj["spec"]["devices"][0]
@@ -256,6 +264,13 @@ RULES = [
          "spec.devices[0].attributes", "a valid C identifier must start with alphabetic character"),
     Rule("slice-capacity-name", resource_slice, at("spec.devices.0.capacity", {"mem-ory": {"value": "1"}}),
          "spec.devices[0].capacity", "a valid C identifier must start with alphabetic character"),
+    Rule("slice-node-selector-operator", resource_slice, with_slice_node_selector({"key": "zone", "operator": "Near"}),
+         "spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].operator",
+         'Invalid value: "Near": not a valid selector operator'),
+    Rule("slice-node-selector-value", resource_slice,
+         with_slice_node_selector({"key": "zone", "operator": "In", "values": ["a b"]}),
+         "spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values[0]",
+         "a valid label must be an empty string or consist of alphanumeric characters"),
     Rule("slice-taint-key", resource_slice, at("spec.devices.0.taints", [{"key": "bad key", "effect": "NoSchedule"}]),
          "spec.devices[0].taints[0].key", "name part must consist of alphanumeric characters"),
     Rule("slice-taint-effect", resource_slice, at("spec.devices.0.taints", [{"key": "k", "effect": "Later"}]),
@@ -282,6 +297,20 @@ RULES = [
          "spec.tolerations[0].operator", 'Unsupported value: "Maybe"'),
     Rule("pod-toleration-effect", pod, at("spec.tolerations", [{"key": "k", "operator": "Exists", "effect": "Later"}]),
          "spec.tolerations[0].effect", 'Unsupported value: "Later"'),
+    Rule("pod-node-affinity-key", pod, at("spec.affinity", {"nodeAffinity": {
+         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+             {"matchExpressions": [{"key": "bad key", "operator": "Exists"}]}]}}}),
+         "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+         ".matchExpressions[0].key", "name part must consist of alphanumeric characters"),
+    Rule("pod-node-affinity-weight", pod, at("spec.affinity", {"nodeAffinity": {
+         "preferredDuringSchedulingIgnoredDuringExecution": [
+             {"weight": 101, "preference": {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}}]}}),
+         "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
+         "Invalid value: 101: must be in the range 1-100"),
+    Rule("pod-node-selector-value", pod, at("spec.nodeSelector", {"zone": "a b"}), "spec.nodeSelector",
+         "a valid label must be an empty string or consist of alphanumeric characters"),
+    Rule("pod-restart-policy", pod, at("spec.restartPolicy", "Sometimes"), "spec.restartPolicy",
+         'Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"'),
     Rule("label-key", pod, at("metadata.labels", {"bad key": "x"}), "metadata.labels",
          "name part must consist of alphanumeric characters"),
     Rule("label-value", pod, at("metadata.labels", {"team": "a b"}), "metadata.labels",
@@ -326,6 +355,8 @@ RULES = [
     # pkg/apis/apps and batch validation: a workload's pod template is validated as a pod spec.
     Rule("deployment-template-container-name", deployment, at("spec.template.spec.containers.0.name", "Web_1"),
          "spec.template.spec.containers[0].name", 'Invalid value: "Web_1": a lowercase RFC 1123 label'),
+    Rule("job-template-priority-class-name", job, at("spec.template.spec.priorityClassName", "Bad_Class"),
+         "spec.template.spec.priorityClassName", 'Invalid value: "Bad_Class": a lowercase RFC 1123 subdomain'),
     Rule("job-template-extended-request-without-limit", job,
          at("spec.template.spec.containers.0.resources", {"requests": {"nvidia.com/gpu": "1"}}),
          "spec.template.spec.containers[0].resources.limits", "Limit must be set for non overcommitable resources"),

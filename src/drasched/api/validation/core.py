@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from drasched.api.errors import Cause
+from drasched.api.validation.metadata import check_labels
 from drasched.api.validation.names import (
     bad,
     check_label,
@@ -18,6 +19,7 @@ from drasched.api.validation.names import (
     required,
     subdomain_errors,
 )
+from drasched.api.validation.node_selectors import check_node_affinity
 from drasched.quantity import Quantity, QuantityError
 
 Obj = dict[str, Any]
@@ -25,6 +27,7 @@ Obj = dict[str, Any]
 NODE_TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
 TOLERATION_OPERATORS = ["Equal", "Exists"]
 PREEMPTION_POLICIES = ["PreemptLowerPriority", "Never"]
+RESTART_POLICIES = ["Always", "OnFailure", "Never"]
 
 
 def _overcommit_allowed(resource: str) -> bool:
@@ -184,6 +187,15 @@ def check_pod_spec(spec: Obj, spec_path: str) -> list[Cause]:
         causes += _check_toleration(f"{spec_path}.tolerations[{i}]", tol)
     if isinstance(spec.get("nodeName"), str) and spec["nodeName"]:
         causes += check_subdomain(f"{spec_path}.nodeName", spec["nodeName"])
+    if isinstance(spec.get("nodeSelector"), dict):
+        causes += check_labels(spec["nodeSelector"], f"{spec_path}.nodeSelector")
+    causes += check_node_affinity(spec.get("affinity"), f"{spec_path}.affinity")
+    if isinstance(spec.get("priorityClassName"), str) and spec["priorityClassName"]:
+        name = spec["priorityClassName"]
+        causes += [bad(f"{spec_path}.priorityClassName", name, msg) for msg in subdomain_errors(name)]
+    policy = spec.get("restartPolicy")
+    if policy and policy not in RESTART_POLICIES:  # empty defaults to Always
+        causes.append(not_supported(f"{spec_path}.restartPolicy", policy, RESTART_POLICIES))
     # spec.priority and spec.preemptionPolicy are the Priority admission plugin's (403 before validation)
     return causes
 

@@ -24,6 +24,7 @@ from drasched.api.validation.names import (
     too_long,
     too_many,
 )
+from drasched.api.validation.node_selectors import check_node_selector
 from drasched.cel.validate import selector_errors
 
 Obj = dict[str, Any]
@@ -119,7 +120,7 @@ def _check_request_body(path: str, body: Obj) -> list[Cause]:
     """What ``exactly`` and a ``firstAvailable`` entry share: class, selectors, mode, tolerations."""
     causes = check_subdomain(f"{path}.deviceClassName", body.get("deviceClassName"))
     causes += _check_selectors(f"{path}.selectors", body.get("selectors"))
-    mode = body.get("allocationMode", "ExactCount")
+    mode = body.get("allocationMode") or "ExactCount"  # empty is unset on the wire: defaulted
     count = body.get("count")
     if mode == "All":
         if count:
@@ -302,6 +303,7 @@ def _check_allocation(allocation: Any, names: dict[str, set[Any]]) -> list[Cause
         causes += check_driver_name(f"{rpath}.driver", result.get("driver"))
         causes += check_pool_name(f"{rpath}.pool", result.get("pool"))
         causes += check_label(f"{rpath}.device", result.get("device"))
+    causes += check_node_selector(allocation.get("nodeSelector"), "status.allocation.nodeSelector")
     for i, config in dict_items(allocation["devices"].get("config")):
         source = config.get("source")
         if not source:

@@ -27,6 +27,7 @@ from drasched.api.validation.names import (
     too_long,
     too_many,
 )
+from drasched.api.validation.node_selectors import check_node_selector
 from drasched.api.validation.resource import TAINT_EFFECTS, check_pool_name, check_resource_qualified_name
 
 Obj = dict[str, Any]
@@ -39,8 +40,7 @@ SLICE_MAX_DEVICES_ADVANCED = 64
 
 
 def check_device_taint(path: str, taint: Obj) -> list[Cause]:
-    key = taint.get("key") or ""
-    causes = check_qualified_name(f"{path}.key", key) if key else [required(f"{path}.key")]
+    causes = check_qualified_name(f"{path}.key", taint.get("key") or "")
     if taint.get("value"):
         causes += check_label_value(f"{path}.value", taint["value"])
     effect = taint.get("effect") or ""
@@ -93,6 +93,7 @@ def _validate_device(path: str, dev: Obj, per_device_nodes: bool) -> list[Cause]
                                       "`perDeviceNodeSelection` is set to true in the ResourceSlice spec"))
     if isinstance(dev.get("nodeName"), str) and dev["nodeName"]:
         causes += check_subdomain(f"{path}.nodeName", dev["nodeName"])
+    causes += check_node_selector(dev.get("nodeSelector"), f"{path}.nodeSelector")
     return causes
 
 
@@ -108,6 +109,7 @@ def _check_node_selection(spec: Obj) -> list[Cause]:
             causes.append(bad("spec.nodeName", node_name, "must be either unset or set to a non-empty string"))
     if spec.get("nodeSelector") is not None:
         chosen.append("`nodeSelector`")
+        causes += check_node_selector(spec["nodeSelector"], "spec.nodeSelector")
         terms = as_list((spec["nodeSelector"] or {}).get("nodeSelectorTerms")
                       if isinstance(spec["nodeSelector"], dict) else None)
         if len(terms) != 1:
