@@ -39,11 +39,18 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     objects = result.objects
     if not args.include_events:
         objects = [o for o in objects if o.get("kind") != "Event"]
-    text = dump_yaml(objects)
-    if args.output and args.output != "-":
-        Path(args.output).write_text(text, encoding="utf-8")
-    else:
+    fmt = "json" if str(args.output).endswith(".json") else "yaml"
+    if args.output in ("yaml", "json"):
+        fmt = args.output
+    text = json.dumps(objects, indent=1) + "\n" if fmt == "json" else dump_yaml(objects)
+    if args.output in ("yaml", "json", "-"):
         sys.stdout.write(text)
+    else:
+        if args.output:
+            Path(args.output).write_text(text, encoding="utf-8")
+        from drasched.sim.summary import summary_table
+
+        sys.stdout.write(summary_table(result))
     if args.decisions:
         Path(args.decisions).write_text(json.dumps(result.decisions, indent=1) + "\n", encoding="utf-8")
     if timeline is not None:
@@ -236,7 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sim = sub.add_parser("simulate", help="run the embedded control plane over manifests")
     sim.add_argument("paths", nargs="+", metavar="FILE|DIR|-", help="manifests (YAML/JSON, directories, - for stdin)")
-    sim.add_argument("-o", "--output", help="write the final objects here (default: stdout)")
+    sim.add_argument("-o", "--output", metavar="yaml|json|FILE",
+                     help="yaml or json: the final objects on stdout instead of the table; FILE: the objects "
+                          "written there (JSON if it ends in .json), the table on stdout")
     sim.add_argument("--decisions", help="write the decision record here (JSON)")
     sim.add_argument("--report", help="write a report here: Markdown (pods, pending reasons, nodes, claims, queues), "
                      "or HTML with charts when the name ends in .html")

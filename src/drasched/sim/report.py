@@ -65,6 +65,16 @@ def _pod_claim_names(pod: Obj) -> list[str]:
     return [n for n in [*names, extended] if n]
 
 
+def pod_devices(pod: Obj, claims: dict[str, Obj]) -> list[str]:
+    """The devices a pod holds (``driver/pool/device`` of its claims' allocations), or, on a
+    node where the device plugin serves its extended resources, what it asked for there."""
+    ns = _md(pod).get("namespace", "")
+    devices = [d for n in _pod_claim_names(pod) for d in _claim_devices(claims.get(f"{ns}/{n}", {}))]
+    if (pod.get("spec") or {}).get("nodeName") and not devices:
+        devices = [f"{r}={q} (device plugin)" for r, q in sorted(_extended_requests(pod).items())]
+    return devices
+
+
 def _extended_requests(pod: Obj) -> dict[str, str]:
     """Requests of a pod's containers for resources other than cpu, memory and storage."""
     out: dict[str, str] = {}
@@ -95,11 +105,8 @@ def markdown_report(result: SimResult) -> str:
     pod_rows = []
     per_node: dict[str, list[str]] = defaultdict(list)
     for p in pods:
-        ns = _md(p).get("namespace", "")
-        devices = [d for n in _pod_claim_names(p) for d in _claim_devices(claims.get(f"{ns}/{n}", {}))]
+        devices = pod_devices(p, claims)
         node = (p.get("spec") or {}).get("nodeName")
-        if node and not devices:
-            devices = [f"{r}={q} (device plugin)" for r, q in sorted(_extended_requests(p).items())]
         if node:
             per_node[node].append(_key(p))
         pod_rows.append([_key(p), node, (p.get("status") or {}).get("phase"),

@@ -1,0 +1,58 @@
+"""What ``drasched simulate`` prints first: a table of where each pod went, then totals;
+``-o yaml|json`` prints the objects instead, ``-o FILE`` writes them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from drasched.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_quickstart_prints_the_pod_its_node_and_device(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", str(EXAMPLES / "quickstart"), "-q"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "WORKLOAD  POD              NODE    DEVICES                       PHASE    WAITING",
+        "-         default/trainer  node-a  gpu.example.com/node-a/gpu-0  Running  -",
+        "1 pods (1 Running); 1 of 1 ResourceClaims allocated; 3 rounds, quiescent",
+    ]
+
+
+def test_pending_pods_show_why_and_workloads_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "in.yaml"
+    src.write_text(yaml.safe_dump_all([
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+         "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "10"}}},
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "default"},
+         "spec": {"parallelism": 1, "completions": 1, "template": {"spec": {
+             "restartPolicy": "Never",
+             "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "2"}}}]}}}},
+    ], sort_keys=False))
+    assert main(["simulate", str(src), "-q"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    (row,) = [line for line in out if line.startswith("Job/train")]
+    assert row.split()[2:5] == ["-", "-", "Pending"]
+    assert "pod group default/train: 0 of the 1 pods needed" in row  # the PodScheduled message, cut to width
+    assert out[-1].startswith("1 pods (1 Pending)")
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_dash_o_format_prints_the_objects(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", str(EXAMPLES / "quickstart"), "-q", "-o", fmt]) == 0
+    text = capsys.readouterr().out
+    objs = json.loads(text) if fmt == "json" else list(yaml.safe_load_all(text))
+    pod = next(o for o in objs if o and o["kind"] == "Pod")
+    assert pod["spec"]["nodeName"] == "node-a"
+
+
+def test_dash_o_file_writes_the_objects_and_prints_the_table(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out.json"
+    assert main(["simulate", str(EXAMPLES / "quickstart"), "-q", "-o", str(out)]) == 0
+    assert any(o["kind"] == "ResourceClaim" for o in json.loads(out.read_text()))
+    assert capsys.readouterr().out.startswith("WORKLOAD")
