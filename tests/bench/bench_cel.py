@@ -12,8 +12,8 @@ from typing import Any
 import celpy
 import celpy.celtypes as ct
 
-from drasched.quantity import Quantity
 from drasched.cel import DeviceView, compile_selector
+from drasched.quantity import Quantity
 
 EXPR = (
     'device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].model == "a100" && '

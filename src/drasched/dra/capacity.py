@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from drasched.quantity import QuantityError
 from drasched.api.resource import CapacityRequestPolicy
 from drasched.dra.pools import DeviceEntry, format_quantity, qualify, quantity, qvalue
+from drasched.quantity import QuantityError
 
 __all__ = ["Consumption", "consumption"]
 

@@ -28,9 +28,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from drasched.quantity import Quantity, QuantityError
 from drasched.node.cdi import ContainerEdits
 from drasched.node.driver import AllocatedDevice, ClaimRef, ConfigError, Driver, PoolSpec
+from drasched.quantity import Quantity, QuantityError
 
 Obj = dict[str, Any]
 

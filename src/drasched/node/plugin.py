@@ -38,10 +38,10 @@ import msgspec
 
 from drasched.api import kinds
 from drasched.api.errors import ApiError, NotFound
-from drasched.quantity import Format, Quantity, QuantityError
 from drasched.api.resource import ResourceClaim, decode
 from drasched.node.cdi import CDIError, CDIWriter, device_name
 from drasched.node.driver import AllocatedDevice, ClaimRef, ConfigError, Driver, PoolSpec
+from drasched.quantity import Format, Quantity, QuantityError
 from drasched.store.base import ClusterStore
 
 Obj = dict[str, Any]

@@ -17,10 +17,10 @@ import yaml
 
 from drasched.api.duration import parse_go_duration
 from drasched.api.eventname import MAX_NAME_LENGTH, event_name
-from drasched.quantity import Quantity, QuantityError
 from drasched.api.validation import check_subdomain
 from drasched.cli import main
 from drasched.node.sim_drivers import parse_sim_gpus
+from drasched.quantity import Quantity, QuantityError
 from drasched.scheduler.queues import MAX_QUEUE_DEPTH, build_queue_tree
 
 Obj = dict[str, Any]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from drasched.quantity import Quantity
 from drasched.cel import DeviceView, Semver, compile_selector, device_view_from_slice_device
+from drasched.quantity import Quantity
 
 SLICE_DEVICE = {
     "name": "gpu-0",

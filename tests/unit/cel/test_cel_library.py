@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from drasched.quantity import Quantity
 from drasched.cel import CELCompileError, Semver
 from drasched.cel.compiler import compile_expression
 from drasched.cel.runtime import EvalError, UInt
+from drasched.quantity import Quantity
 
 
 def ev(expr: str) -> Any:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from drasched.quantity import Quantity
 from drasched.cel import (
     MAX_EXPRESSION_LENGTH,
     CELCompileError,
@@ -15,6 +14,7 @@ from drasched.cel import (
     Semver,
     compile_selector,
 )
+from drasched.quantity import Quantity
 
 DRIVER = "gpu.example.com"
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from drasched.api.errors import Cause
-from drasched.quantity import Quantity, QuantityError
 from drasched.api.validation.names import (
     bad,
     check_label,
@@ -16,6 +15,7 @@ from drasched.api.validation.names import (
     required,
     too_many,
 )
+from drasched.quantity import Quantity, QuantityError
 
 Obj = dict[str, Any]
 
