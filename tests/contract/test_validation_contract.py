@@ -74,8 +74,8 @@ def priority_class(ns: str, name: str) -> Obj:
 
 def deployment(ns: str, name: str) -> Obj:
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": pod(ns, name)["spec"]}}}
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "train"}},
+                     "template": {"metadata": {"labels": {"app": "train"}}, "spec": pod(ns, name)["spec"]}}}
 
 
 def job(ns: str, name: str) -> Obj:
@@ -360,6 +360,16 @@ RULES = [
     Rule("job-template-extended-request-without-limit", job,
          at("spec.template.spec.containers.0.resources", {"requests": {"nvidia.com/gpu": "1"}}),
          "spec.template.spec.containers[0].resources.limits", "Limit must be set for non overcommitable resources"),
+    Rule("deployment-negative-replicas", deployment, at("spec.replicas", -1), "spec.replicas",
+         "Invalid value: -1: must be greater than or equal to 0"),
+    Rule("deployment-selector-not-template", deployment, at("spec.selector", {"matchLabels": {"app": "other"}}),
+         "spec.template.metadata.labels", "`selector` does not match template `labels`"),
+    Rule("job-negative-completions", job, at("spec.completions", -1), "spec.completions",
+         "Invalid value: -1: must be greater than or equal to 0"),
+    Rule("job-completion-mode", job, at("spec.completionMode", "Sometimes"), "spec.completionMode",
+         'Unsupported value: "Sometimes": supported values: "NonIndexed", "Indexed"'),
+    Rule("job-restart-policy-always", job, at("spec.template.spec.restartPolicy", "Always"),
+         "spec.template.spec.restartPolicy", 'Required value: valid values: "OnFailure", "Never"'),
     # pkg/apis/scheduling/validation.
     Rule("priority-over-1e9", priority_class, at("value", 1_000_000_001), "value",
          "Forbidden: maximum allowed value of a user defined priority is 1000000000"),

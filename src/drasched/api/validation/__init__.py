@@ -12,7 +12,7 @@ from typing import Any
 from drasched.api import kinds
 from drasched.api.errors import Cause, Invalid, invalid
 from drasched.api.kinds import ResourceType
-from drasched.api.validation import core, crds, resource, scheduling, slices, taintrules
+from drasched.api.validation import core, crds, resource, scheduling, slices, taintrules, workloads
 from drasched.api.validation.metadata import validate_metadata
 from drasched.api.validation.names import (
     LABEL_MSG,
@@ -32,7 +32,7 @@ _BY_TYPE: dict[ResourceType, Callable[[Obj], list[Cause]]] = {
     kinds.RESOURCE_SLICE: slices.validate_slice,
     kinds.DEVICE_TAINT_RULE: taintrules.validate_taint_rule,
     kinds.NODE: core.validate_node,
-    **{rt: core.validate_pod_template_owner for rt in kinds.ALL if rt.group in ("apps", "batch")},
+    **workloads.validators(),
     kinds.PRIORITY_CLASS: scheduling.validate_priority_class,
     kinds.POD_GROUP: crds.validate_pod_group,
 }

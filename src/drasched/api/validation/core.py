@@ -200,17 +200,6 @@ def check_pod_spec(spec: Obj, spec_path: str) -> list[Cause]:
     return causes
 
 
-def validate_pod_template_owner(obj: Obj) -> list[Cause]:
-    """Deployments, ReplicaSets, StatefulSets and Jobs: the API server validates their pod
-    template as a pod spec (``ValidatePodTemplateSpec``), so a bad template is refused with
-    the workload, before any pod exists."""
-    spec = obj.get("spec")
-    template = spec.get("template") if isinstance(spec, dict) else None
-    if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
-        return []
-    return check_pod_spec(template["spec"], "spec.template.spec")
-
-
 def validate_node(obj: Obj) -> list[Cause]:
     """``validateNodeTaints``; upstream roots the path at ``metadata`` (``metadata.taints[0]``)."""
     spec = obj.get("spec")

@@ -1,0 +1,116 @@
+"""Workload kinds' own rules (pkg/apis/apps/validation, pkg/apis/batch/validation, v1.36.3):
+counts that may not be negative, a selector that matches the pod template's labels, a Job's
+completion mode and restart policy. Their pod template is validated as a pod spec (``core``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drasched.api import kinds
+from drasched.api.errors import Cause
+from drasched.api.kinds import ResourceType
+from drasched.api.selectors import match_label_selector_object
+from drasched.api.validation.core import check_pod_spec
+from drasched.api.validation.metadata import check_annotations, check_labels
+from drasched.api.validation.names import bad, not_supported, required
+
+Obj = dict[str, Any]
+
+NEGATIVE_MSG = "must be greater than or equal to 0"
+JOB_COUNTS = ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished",
+              "backoffLimitPerIndex", "maxFailedIndexes")
+_EMPTY_SELECTOR_WORD = {"Deployment": "deployment", "ReplicaSet": "deployment", "StatefulSet": "statefulset"}
+"""Upstream's word in "empty selector is invalid for ..." (a ReplicaSet says deployment too)."""
+
+
+def _nonnegative(path: str, value: Any) -> list[Cause]:
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        return [bad(path, value, NEGATIVE_MSG)]
+    return []
+
+
+def _template(spec: Obj) -> Obj:
+    template = spec.get("template")
+    return template if isinstance(template, dict) else {}
+
+
+def _template_labels(spec: Obj) -> dict[str, str]:
+    md = _template(spec).get("metadata")
+    labels = md.get("labels") if isinstance(md, dict) else None
+    return labels if isinstance(labels, dict) else {}
+
+
+def _check_template(spec: Obj) -> list[Cause]:
+    """``ValidatePodTemplateSpec``: its labels and annotations (upstream's paths omit ``metadata``)
+    and its spec."""
+    template = _template(spec)
+    md: Obj = template["metadata"] if isinstance(template.get("metadata"), dict) else {}
+    causes: list[Cause] = []
+    if isinstance(md.get("labels"), dict):
+        causes += check_labels(md["labels"], "spec.template.labels")
+    if isinstance(md.get("annotations"), dict):
+        causes += check_annotations(md["annotations"], "spec.template.annotations")
+    if isinstance(template.get("spec"), dict):
+        causes += check_pod_spec(template["spec"], "spec.template.spec")
+    return causes
+
+
+def _check_selector(spec: Obj, word: str | None) -> list[Cause]:
+    selector = spec.get("selector")
+    if not isinstance(selector, dict):
+        return [required("spec.selector")]
+    if word is not None and not selector.get("matchLabels") and not selector.get("matchExpressions"):
+        return [bad("spec.selector", selector, f"empty selector is invalid for {word}")]
+    if not match_label_selector_object(selector, _template_labels(spec)):
+        return [bad("spec.template.metadata.labels", _template_labels(spec),
+                    "`selector` does not match template `labels`")]
+    return []
+
+
+def validate_replicated(obj: Obj, rt: ResourceType) -> list[Cause]:
+    """Deployment, ReplicaSet, StatefulSet."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return []
+    causes = _nonnegative("spec.replicas", spec.get("replicas"))
+    causes += _check_selector(spec, _EMPTY_SELECTOR_WORD.get(rt.kind))
+    policy = spec.get("podManagementPolicy")
+    if rt.kind == "StatefulSet" and policy and policy not in ("OrderedReady", "Parallel"):
+        causes.append(bad("spec.podManagementPolicy", policy, "must be 'OrderedReady' or 'Parallel'"))
+    return causes + _check_template(spec)
+
+
+def validate_job(obj: Obj) -> list[Cause]:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return []
+    causes = [c for key in JOB_COUNTS for c in _nonnegative(f"spec.{key}", spec.get(key))]
+    mode = spec.get("completionMode") or "NonIndexed"  # empty is unset: defaulted
+    if mode not in ("NonIndexed", "Indexed"):
+        causes.append(not_supported("spec.completionMode", mode, ["NonIndexed", "Indexed"]))
+    elif mode == "Indexed" and spec.get("completions") is None:
+        causes.append(Cause("spec.completions", "Required value: when completion mode is Indexed",
+                            "FieldValueRequired"))
+    template_spec = _template(spec).get("spec")
+    policy = template_spec.get("restartPolicy") if isinstance(template_spec, dict) else None
+    path = "spec.template.spec.restartPolicy"
+    if policy in (None, "", "Always"):
+        causes.append(Cause(path, 'Required value: valid values: "OnFailure", "Never"', "FieldValueRequired"))
+    elif policy not in ("OnFailure", "Never"):
+        causes.append(not_supported(path, policy, ["OnFailure", "Never"]))
+    elif spec.get("podFailurePolicy") is not None and policy != "Never":
+        causes.append(bad(path, policy, 'only "Never" is supported when podFailurePolicy is specified'))
+    if spec.get("manualSelector") is True:  # else the server generates the selector from the Job's uid
+        causes += _check_selector(spec, None)
+    return causes + _check_template(spec)
+
+
+def validators() -> dict[ResourceType, Any]:
+    """The workload kinds drasched reads, each with its validator."""
+    out: dict[ResourceType, Any] = {}
+    for rt in kinds.ALL:
+        if rt.group == "apps" and rt.kind in _EMPTY_SELECTOR_WORD:
+            out[rt] = lambda obj, rt=rt: validate_replicated(obj, rt)
+        elif rt.group == "batch" and rt.kind == "Job":
+            out[rt] = validate_job
+    return out
