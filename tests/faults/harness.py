@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,6 +205,32 @@ class Replica:
             return ""
 
 
+class Supervisor:
+    """Restarts a replica whenever it exits, as the kubelet does a Deployment's container
+    (``restartPolicy: Always``): serve exits 1 when it loses its lease, by design."""
+
+    def __init__(self, replicas: list[Replica]) -> None:
+        self.replicas = replicas
+        self.restarts = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="supervisor")
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            for r in self.replicas:
+                if r.proc is not None and not r.running() and not self._stop.is_set():
+                    r.start()
+                    self.restarts += 1
+
+    def __enter__(self) -> Supervisor:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def lease_holder(store: KubeStore) -> str:
     try:
         lease = store.get(kinds.LEASE, "drasched", "kube-system")
@@ -242,8 +269,8 @@ def _fingerprint(store: KubeStore) -> tuple[Any, ...]:
 
 
 def settle(store: KubeStore, pods: int, timeout: float = SETTLE_TIMEOUT) -> None:
-    """Until every pod of the burst is bound or marked unschedulable and nothing changed for
-    ``SETTLE_QUIET`` seconds."""
+    """Until (at least ``pods``) pods of the burst are there, each bound or marked
+    unschedulable, and nothing changed for ``SETTLE_QUIET`` seconds."""
     deadline = time.monotonic() + timeout
     last: tuple[Any, ...] = ()
     since = time.monotonic()
@@ -389,9 +416,8 @@ def check_invariants(store: KubeStore, report: Report, replicas: list[Replica], 
             report.violation("write refused as invalid by the server",
                              f"{e.user} {e.verb} {e.resource} {e.name}: {e.code}")
     for r in replicas:
-        for ln in r.log_text().splitlines():
-            if "Traceback" in ln or "reconcile failed" in ln:
-                report.violation("exception in serve's log", f"{r.user}: {ln[:200]}")
+        for exc in unexpected_exceptions(r.log_text()):
+            report.violation("exception in serve's log", f"{r.user}: {exc[:200]}")
 
     report.counts.update({
         "pods": sum(1 for p in pods.values() if (p.get("spec") or {}).get("schedulerName") == "drasched"),
@@ -401,9 +427,41 @@ def check_invariants(store: KubeStore, report: Report, replicas: list[Replica], 
         "serve_writes": sum(1 for e in serve_writes if e.code < 300),
         "conflicts_resolved": sum(1 for e in serve_writes if e.code == 409),
         "relists": sum(r.log_text().count("; relisting") for r in replicas),
+        "watch_reconnects": sum(r.log_text().count("reflector: watch failed") for r in replicas),
         "serve_starts": sum(r.starts for r in replicas),
         "kills_survived": sum(r.kills for r in replicas),
     })
+
+
+EXPECTED_EXCEPTIONS = ("drasched.serve.fencing.LeadershipLost",)
+"""Tracebacks that are the fence doing its job: a write refused once the lease is lost."""
+HANDLED = ("reflector: watch failed", "informer: list failed")
+"""Log lines whose traceback is a failure handled by retrying with backoff (a watch or list
+cut by the fault): the informer goes on, nothing is lost."""
+
+
+def unexpected_exceptions(log_text: str) -> list[str]:
+    """The final line of every traceback in a serve log, except the handled and expected
+    ones: what is left is a controller round that failed on a bug, a thread that died, or
+    a crash."""
+    found = []
+    lines = log_text.splitlines()
+    handled = False  # the traceback before, for the next one of a chain
+    for i, ln in enumerate(lines):
+        if not ln.startswith("Traceback (most recent call last):"):
+            continue
+        before = next((x for x in reversed(lines[:i]) if x.strip()), "")
+        chained = before.startswith(("The above exception", "During handling"))
+        handled = (handled and chained) or any(h in before for h in HANDLED)
+        if handled:
+            continue
+        rest = [x for x in lines[i + 1:] if x and not x.startswith(" ")]
+        last = rest[0] if rest else ""
+        if len(rest) > 1 and rest[1].startswith(("The above exception", "During handling")):
+            continue  # a chained exception: the next traceback names the final one
+        if not last.startswith(EXPECTED_EXCEPTIONS):
+            found.append(last)
+    return found
 
 
 def finish(report: Report) -> None:

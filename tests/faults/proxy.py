@@ -37,6 +37,7 @@ class FaultProxy:
         self.max_delay = max_delay
         self.counts: Counter[str] = Counter()
         self._lock = threading.Lock()
+        self._streams: set[tuple[BaseHTTPRequestHandler, httpx.Response]] = set()
         self._client = httpx.Client(verify=ssl.create_default_context(cafile=str(pki / "ca.crt")),
                                     timeout=httpx.Timeout(30.0, read=None), limits=httpx.Limits(max_connections=200))
         proxy = self
@@ -115,13 +116,31 @@ class FaultProxy:
                         h.send_header(k, v)
                 h.send_header("Transfer-Encoding", "chunked")
                 h.end_headers()
-                for chunk in resp.iter_raw():
-                    if chunk:
-                        h.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                        h.wfile.flush()
-                h.wfile.write(b"0\r\n\r\n")
-        except (httpx.HTTPError, OSError):
+                stream = (h, resp)
+                with self._lock:
+                    self._streams.add(stream)
+                try:
+                    for chunk in resp.iter_raw():
+                        if chunk:
+                            h.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                            h.wfile.flush()
+                    h.wfile.write(b"0\r\n\r\n")
+                finally:
+                    with self._lock:
+                        self._streams.discard(stream)
+        except (httpx.HTTPError, OSError, ValueError):
             _reset(h)
+
+    def cut_streams(self) -> int:
+        """Reset every response still streaming (the open watches), as a restarted load
+        balancer would; returns how many. Each client watch then resumes from its last
+        resourceVersion."""
+        with self._lock:
+            streams = list(self._streams)
+        for h, resp in streams:
+            _reset(h)
+            resp.close()
+        return len(streams)
 
 
 def _reset(h: BaseHTTPRequestHandler) -> None:
