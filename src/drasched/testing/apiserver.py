@@ -46,6 +46,7 @@ FEATURE_GATES = (
     "DRAExtendedResource",
     "DRAPartitionableDevices",
     "DRADeviceTaints",
+    "DRADeviceTaintRules",  # 1.36: beta, off by default; serves resource.k8s.io/v1beta2 DeviceTaintRule
     "DRAConsumableCapacity",
     "DRADeviceBindingConditions",
     "DRAResourceClaimDeviceStatus",
