@@ -16,6 +16,8 @@ from drasched.scheduler.snapshot import Snapshot
 
 REQUESTED = "requested"
 ALLOCATED = "allocated"
+_REQUESTED_ONLY = (REQUESTED,)
+_BOTH = (REQUESTED, ALLOCATED)
 
 
 @dataclass
@@ -85,9 +87,12 @@ def initial_usage(snap: Snapshot) -> QueueUsage:
             if p.terminal:
                 continue
             keys = pod_claim_keys(snap, p)
-            kinds = [REQUESTED]
-            if p.node_name or p.key in snap.assumed:
-                kinds.append(ALLOCATED)
+            kinds = _BOTH if p.node_name or p.key in snap.assumed else _REQUESTED_ONLY
+            if not keys:  # most pods: no claim to count once per queue
+                demand = snap.pod_demand(p)
+                for kind in kinds:
+                    usage.add(kind, g.queue, demand)
+                continue
             for kind in kinds:
                 fresh = usage.new_claims(kind, g.queue, keys)
                 usage.add(kind, g.queue, demand_with_claims(snap, p, fresh))

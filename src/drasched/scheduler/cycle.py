@@ -18,7 +18,7 @@ from drasched.scheduler.fairshare import fair_shares
 from drasched.scheduler.podinfo import PodInfo, unschedulable_reason
 from drasched.scheduler.queuestatus import queue_status, status_changed
 from drasched.scheduler.session import Placement, Session
-from drasched.scheduler.snapshot import Snapshot
+from drasched.scheduler.snapshot import Snapshot, collector_paused
 
 Obj = dict[str, Any]
 BIND_REQUEST_API = "scheduling.drasched.io/v1alpha1"
@@ -105,6 +105,11 @@ def run_cycle(snap: Snapshot, config: SchedulerConfig, now: str, avoid: frozense
 
     ``avoid``: uids of pods not to choose as victims (their eviction was refused lately).
     """
+    with collector_paused():
+        return _run_cycle(snap, config, now, avoid)
+
+
+def _run_cycle(snap: Snapshot, config: SchedulerConfig, now: str, avoid: frozenset[str]) -> CycleResult:
     started = time.perf_counter()
     session = Session(snap, config, now=now)
     session.disruption.avoid = avoid
