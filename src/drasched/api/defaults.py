@@ -71,6 +71,8 @@ def apply_builtin_defaults(kind: str, obj: Obj) -> None:
         default_claim_spec(obj.get("spec"))
     elif kind == "ResourceClaimTemplate" and isinstance(obj.get("spec"), dict):
         default_claim_spec(obj["spec"].get("spec"))
+        # the template's ObjectMeta is a struct, not a pointer: the server always writes it
+        obj["spec"].setdefault("metadata", {})
 
 
 def default_taint_times(kind: str, obj: Obj, now: str, old: Obj | None = None) -> None:
