@@ -77,7 +77,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     from drasched.serve.fencing import LeadershipLost
     from drasched.serve.leader import LeaderElector
-    from drasched.serve.main import _Health, build_controllers, run, serves_taint_rules, start_http
+    from drasched.serve.main import _Health, build_controllers, run, served_taint_rules, start_http
     from drasched.serve.metrics import Metrics
     from drasched.store.credentials import CredentialsError
     from drasched.store.kube import KubeStore
@@ -105,7 +105,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             print(f"drasched serve: {exc}", file=sys.stderr)
             return 2
     try:
-        run(store, build_controllers(args.enable_claim_controller, args.config, serves_taint_rules(store)),
+        run(store, build_controllers(args.enable_claim_controller, args.config, served_taint_rules(store)),
             metrics=metrics, elector=elector, period=args.period, stop=stop, health=health)
     except LeadershipLost:
         return 1  # as kube-scheduler: exit, and come back as a standby

@@ -1,20 +1,25 @@
 """Device taint eviction in ``drasched serve`` against a real kube-apiserver.
 
-The scenario of embedded mode (tests/scenarios/taints/005) loaded into the server and run by
+Scenarios of embedded mode (tests/scenarios/taints/) loaded into the server and run by
 serve's loop with ``--enable-claim-controller`` (which also runs the device taint eviction
-controller, as kube-controller-manager runs upstream's). No kubelet runs here, so the evicted
+controller, as kube-controller-manager runs upstream's). No kubelet runs here, so an evicted
 pod stays with ``deletionTimestamp`` set (a bound pod is deleted gracefully) and keeps its
 claim until a kubelet would finish it; what the controller writes is checked: the
-``DisruptionTarget`` condition, the Event and the deletion.
+``DisruptionTarget`` condition, the Event, the deletion, the rule's status.
+
+The test server is Kubernetes 1.36: it serves DeviceTaintRule as ``resource.k8s.io/v1beta2``
+(v1's shape), so rules are created in that version and serve finds it by discovery.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
 
 from drasched.api import kinds
+from drasched.serve.main import build_controllers, run, served_taint_rules
 from drasched.testing.apiserver import LocalCluster
 from tests.e2e.test_serve_scenarios_e2e import SCENARIOS, Serving, load, wait_quiet
 from tests.scenarios.runner import load_scenario
@@ -47,3 +52,38 @@ def test_serve_evicts_the_pod_on_a_device_tainted_noexecute_in_its_slice(cluster
     assert [(e["type"], e["message"]) for e in events] == [("Normal", "Marking for deletion")]
     slice_taint = store.get(kinds.RESOURCE_SLICE, "n1-gpus")["spec"]["devices"][0]["taints"][0]
     assert slice_taint["timeAdded"], "the server stamps timeAdded, from which tolerationSeconds count"
+
+
+def test_serve_reads_v1beta2_rules_on_a_136_server_and_evicts(cluster: LocalCluster) -> None:
+    scn = load_scenario(SCENARIOS / "taints/001-noexecute-rule-evicts-running-pod.yaml")
+    for obj in scn.manifests:
+        if obj["kind"] == "DeviceTaintRule":
+            obj["apiVersion"] = "resource.k8s.io/v1beta2"
+    store = cluster.store()
+    load(store, scn)
+    rules_kind = served_taint_rules(store)
+    assert rules_kind is kinds.DEVICE_TAINT_RULE_V1BETA2
+    stop, errors = threading.Event(), []
+
+    def serve() -> None:
+        try:
+            run(store, build_controllers(True, None, rules_kind), stop=stop, period=0.05, watch_timeout=5.0)
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        wait_quiet(store)
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not errors, errors
+    pod = store.get(kinds.POD, "trainer", "default")
+    assert pod["metadata"].get("deletionTimestamp")
+    assert any(c["type"] == "DisruptionTarget" and c["reason"] == "DeletionByDeviceTaintManager"
+               for c in pod["status"]["conditions"])
+    rule = store.get(kinds.DEVICE_TAINT_RULE_V1BETA2, "broken-gpu")
+    (cond,) = rule["status"]["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"], cond["message"]) == (
+        "EvictionInProgress", "False", "Completed", "1 pod evicted since starting the controller.")

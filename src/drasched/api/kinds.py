@@ -53,6 +53,9 @@ RESOURCE_CLAIM_TEMPLATE = ResourceType(
 )
 RESOURCE_SLICE = ResourceType(RESOURCE, "v1", "ResourceSlice", "resourceslices", False, has_status=False)
 DEVICE_TAINT_RULE = ResourceType(RESOURCE, "v1", "DeviceTaintRule", "devicetaintrules", False)
+DEVICE_TAINT_RULE_V1BETA2 = ResourceType(RESOURCE, "v1beta2", "DeviceTaintRule", "devicetaintrules", False)
+"""What a 1.36 API server serves (feature gate DRADeviceTaintRules); v1's shape. ``serve``
+reads and writes rules in it there; manifests are converted to v1 on input."""
 PRIORITY_CLASS = ResourceType(
     "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, has_status=False
 )
@@ -96,7 +99,7 @@ ALL: tuple[ResourceType, ...] = (
 )
 """Every kind, in the order a restore should create them (dependencies first)."""
 
-_BY_KIND: dict[tuple[str, str], ResourceType] = {(r.api_version, r.kind): r for r in ALL}
+_BY_KIND: dict[tuple[str, str], ResourceType] = {(r.api_version, r.kind): r for r in (*ALL, DEVICE_TAINT_RULE_V1BETA2)}
 _BY_KIND_ONLY: dict[str, ResourceType] = {r.kind: r for r in ALL}
 
 
@@ -119,5 +122,6 @@ def for_object(obj: dict) -> ResourceType:
 
 
 def order_index(rt: ResourceType) -> int:
-    """Position of a kind in dependency order, for deterministic output."""
-    return ALL.index(rt)
+    """Position of a kind in dependency order, for deterministic output (an older version's
+    position is its kind's)."""
+    return ALL.index(rt) if rt in ALL else ALL.index(_BY_KIND_ONLY[rt.kind])

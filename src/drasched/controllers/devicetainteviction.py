@@ -31,6 +31,7 @@ import msgspec
 
 from drasched.api import kinds
 from drasched.api.errors import ApiError, Conflict, NotFound
+from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time, get_condition, parse_time
 from drasched.api.resource import DeviceTaint
 from drasched.control import ControllerContext
@@ -130,9 +131,9 @@ class DeviceTaintEvictionController:
 
     name = NAME
 
-    def __init__(self, watch_rules: bool = True) -> None:
-        self.watch_rules = watch_rules
-        """Whether DeviceTaintRules are read (serve: only where the API server serves them)."""
+    def __init__(self, rules_kind: ResourceType | None = kinds.DEVICE_TAINT_RULE) -> None:
+        self.rules_kind = rules_kind
+        """Where DeviceTaintRules are read (serve: the version the API server serves, or None)."""
         self._store: object | None = None
         self._evicted: dict[str, int] = {}
         """Rule uid -> pods this controller evicted because of it (upstream ``taintRuleStats``)."""
@@ -147,7 +148,7 @@ class DeviceTaintEvictionController:
         self.pods = Informer(ctx.store, kinds.POD)
         self.claims = Informer(ctx.store, kinds.RESOURCE_CLAIM)
         self.slices = Informer(ctx.store, kinds.RESOURCE_SLICE)
-        self.rules = Informer(ctx.store, kinds.DEVICE_TAINT_RULE) if self.watch_rules else None
+        self.rules = Informer(ctx.store, self.rules_kind) if self.rules_kind is not None else None
         self._evicted.clear()
         self._done.clear()
         self._due = None

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from drasched.api import kinds
 from drasched.api.errors import AlreadyExists, ApiError, NotFound
+from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time, parse_time
 from drasched.api.resource import FINALIZER
 from drasched.control import ControllerContext
@@ -65,7 +66,8 @@ class SchedulerController:
     def __init__(self, config: SchedulerConfig | None = None, *, claim_wait_grace: float | None = None,
                  write_workers: int = 1, idle_cycle_period: float | None = None,
                  claims_queued: Callable[[str], bool] | None = None, config_map_modules: bool = True,
-                 allocation_wall_time: float | None = None, watch_taint_rules: bool = True) -> None:
+                 allocation_wall_time: float | None = None,
+                 taint_rules: ResourceType | None = kinds.DEVICE_TAINT_RULE) -> None:
         self.config_map_modules = config_map_modules
         self.allocation_wall_time = allocation_wall_time
         """``drasched serve``: seconds one device allocation search may run on top of its step
@@ -94,9 +96,9 @@ class SchedulerController:
         """(pod uid, message) -> the first cycle that saw the pod wait for a claim to be created."""
         self.base_config = config or SchedulerConfig.embedded()
         self.config = self.base_config
-        # DeviceTaintRules taint devices for allocation; serve watches them only where the
-        # API server serves resource.k8s.io/v1 devicetaintrules (Kubernetes 1.37).
-        self.cache = SchedulerCache((*WATCHED, kinds.DEVICE_TAINT_RULE) if watch_taint_rules else WATCHED)
+        # DeviceTaintRules taint devices for allocation; serve watches them in the version
+        # the API server serves (v1 from Kubernetes 1.37, v1beta2 before), if any.
+        self.cache = SchedulerCache((*WATCHED, taint_rules) if taint_rules is not None else WATCHED)
         self.builder = SnapshotBuilder(self.config, allocation_wall_time=allocation_wall_time)
         self._config_rv: str | None = None
         self.last: CycleResult | None = None

@@ -201,11 +201,11 @@ class SnapshotBuilder:
         slices rarely change; the index is read-only for the cycle, apart from its per-node
         views, which are dropped when a node changes (labels decide what a node sees).
         """
-        rules = kinds.DEVICE_TAINT_RULE in cache.watched
+        rules = next((rt for rt in cache.watched if rt.kind == kinds.DEVICE_TAINT_RULE.kind), None)
         seen = (id(cache), cache.kind_generation(kinds.RESOURCE_SLICE), cache.kind_generation(kinds.NODE),
-                cache.kind_generation(kinds.DEVICE_TAINT_RULE) if rules else 0)
+                cache.kind_generation(rules) if rules else 0)
         if self._pools is None or self._pools_of[:2] != seen[:2] or self._pools_of[3:] != seen[3:]:
-            taint_rules = parse_rules(cache.objects(kinds.DEVICE_TAINT_RULE).values()) if rules else None
+            taint_rules = parse_rules(cache.objects(rules).values()) if rules else None
             self._pools = PoolIndex(list(cache.objects(kinds.RESOURCE_SLICE).values()), taint_rules)
         elif self._pools_of[2] != seen[2]:
             self._pools.forget_nodes()

@@ -14,6 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from drasched.api import kinds
 from drasched.api.errors import ApiError
+from drasched.api.kinds import ResourceType
 from drasched.control import Controller
 from drasched.scheduler.cache import WATCHED
 from drasched.serve.fencing import FencedStore, LeadershipLost
@@ -31,21 +32,25 @@ SERVE_KINDS = WATCHED
 claim controller's. Started together, so that the first round sees a whole cluster."""
 
 
-def serves_taint_rules(store: ClusterStore) -> bool:
-    """Whether the API server serves resource.k8s.io/v1 DeviceTaintRules (Kubernetes 1.37 on);
-    without them drasched carries on with the taints written in ResourceSlices alone."""
-    try:
-        store.list(kinds.DEVICE_TAINT_RULE)
-    except ApiError as exc:
-        log.info("DeviceTaintRules are not read: %s", exc.message)
-        return False
-    return True
+def served_taint_rules(store: ClusterStore) -> ResourceType | None:
+    """The DeviceTaintRule version the API server serves: v1 (Kubernetes 1.37 on), else
+    v1beta2 (1.36 with DRADeviceTaintRules), else None: drasched carries on with the taints
+    written in ResourceSlices alone."""
+    for rt in (kinds.DEVICE_TAINT_RULE, kinds.DEVICE_TAINT_RULE_V1BETA2):
+        try:
+            store.list(rt)
+        except ApiError as exc:
+            log.info("DeviceTaintRules are not served as %s: %s", rt.api_version, exc.message)
+            continue
+        return rt
+    return None
 
 
 def build_controllers(enable_claim_controller: bool = False, config_path: str | None = None,
-                      taint_rules: bool = False) -> list[Controller]:
+                      taint_rules: ResourceType | None = None) -> list[Controller]:
     """The control loops a cluster deployment runs (kube-controller-manager owns claims and
-    device taint eviction by default). ``taint_rules``: the server serves DeviceTaintRules."""
+    device taint eviction by default). ``taint_rules``: the DeviceTaintRule version the
+    server serves (:func:`served_taint_rules`), None to read none."""
     from drasched.binder import BinderController
     from drasched.scheduler.config import load_config
     from drasched.scheduler.controller import SchedulerController
@@ -59,13 +64,13 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
         claim_controller = ResourceClaimController(workers=WRITE_WORKERS, batch=CLAIM_BATCH)
         queued = claim_controller.queued
         controllers.append(claim_controller)
-        controllers.append(DeviceTaintEvictionController(watch_rules=taint_rules))
+        controllers.append(DeviceTaintEvictionController(rules_kind=taint_rules))
     # In a cluster only pods naming drasched are ours (the config's schedulerNames), unlike simulate.
     controllers += [SchedulerController(load_config(config_path), claim_wait_grace=CLAIM_WAIT_GRACE,
                                         write_workers=WRITE_WORKERS, idle_cycle_period=IDLE_CYCLE_PERIOD,
                                         claims_queued=queued, config_map_modules=False,
                                         allocation_wall_time=ALLOCATION_WALL_TIME,
-                                        watch_taint_rules=taint_rules),
+                                        taint_rules=taint_rules),
                     BinderController(workers=BIND_WORKERS)]
     return controllers
 
