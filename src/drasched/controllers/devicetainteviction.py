@@ -140,6 +140,11 @@ class DeviceTaintEvictionController:
         self._done: set[str] = set()
         """Pod uids already evicted (upstream ``evictedPods``)."""
         self._due: datetime | None = None
+        self._taints: SliceTaints | None = None
+        """Slice taints, re-read when a slice changes."""
+        self._rules: list[RuleTaint] | None = None
+        self._rule_objs: list[Obj] = []
+        """The rules by name, parsed when one changes."""
 
     def _attach(self, ctx: ControllerContext) -> None:
         if self._store is ctx.store:
@@ -152,19 +157,27 @@ class DeviceTaintEvictionController:
         self._evicted.clear()
         self._done.clear()
         self._due = None
+        self._taints = None
+        self._rules = None
 
     def reconcile(self, ctx: ControllerContext) -> bool:
         self._attach(ctx)
-        feeds = [self.pods, self.claims, self.slices] + ([self.rules] if self.rules is not None else [])
-        changed = any([f.sync() for f in feeds])
+        changed = any([self.pods.sync(), self.claims.sync()])
+        if self.slices.sync() or self._taints is None:
+            self._taints = slice_taints(self.slices.values())
+            changed = True
+        if (self.rules is not None and self.rules.sync()) or self._rules is None:
+            self._rule_objs = sorted(self.rules.values() if self.rules is not None else [],
+                                     key=lambda r: (r.get("metadata") or {}).get("name", ""))
+            self._rules = parse_rules(self._rule_objs)
+            changed = True
         due = self._due is not None and self._due <= ctx.now()
         if not changed and not due:
             return False
         self._due = None
-        rule_objs = sorted(self.rules.values() if self.rules is not None else [],
-                           key=lambda r: (r.get("metadata") or {}).get("name", ""))
-        rules = parse_rules(rule_objs)
-        taints = slice_taints(self.slices.values())
+        rule_objs, rules, taints = self._rule_objs, self._rules, self._taints
+        if not rule_objs and not any(t.effect == NO_EXECUTE for ts in taints.values() for t in ts):
+            return False  # nothing can evict: no need to look at every pod
         claims = {(str((c.get("metadata") or {}).get("namespace", "")), str((c.get("metadata") or {}).get("name"))): c
                   for c in self.claims.values()}
         now = ctx.now()

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from drasched.api.meta import parse_time
-from drasched.api.resource import DeviceTaint, DeviceTaintRule, DeviceToleration, ResourceSlice, decode
+from drasched.api.resource import DeviceTaint, DeviceTaintRule, DeviceToleration, decode
 
 Obj = dict[str, Any]
 
@@ -142,23 +142,24 @@ def claim_eviction(allocation: Obj, slice_taints: SliceTaints, rules: list[RuleT
 
 def slice_taints(slices: Iterable[Obj]) -> SliceTaints:
     """Taints of every device in the newest generation of its pool (upstream's eviction
-    controller reads devices from the pool's highest generation)."""
+    controller reads devices from the pool's highest generation). Only taints are decoded:
+    most slices have none, and this runs whenever a slice changes."""
     newest: dict[tuple[str, str], int] = {}
-    views: list[ResourceSlice] = []
+    tainted: list[tuple[tuple[str, str], int, str, list[Any]]] = []
     for raw in slices:
+        spec = raw.get("spec") or {}
+        pool = spec.get("pool") or {}
+        pid, generation = (str(spec.get("driver", "")), str(pool.get("name", ""))), int(pool.get("generation") or 0)
+        newest[pid] = max(newest.get(pid, generation), generation)
+        for dev in spec.get("devices") or []:
+            if isinstance(dev, dict) and dev.get("taints"):
+                tainted.append((pid, generation, str(dev.get("name", "")), dev["taints"]))
+    out: SliceTaints = {}
+    for pid, generation, name, taints in tainted:
+        if generation != newest[pid]:
+            continue
         try:
-            view = decode(raw, ResourceSlice)
+            out.setdefault((*pid, name), []).extend(decode(t, DeviceTaint) for t in taints)
         except msgspec.ValidationError:
             continue
-        views.append(view)
-        pid = (view.spec.driver, view.spec.pool.name)
-        newest[pid] = max(newest.get(pid, view.spec.pool.generation), view.spec.pool.generation)
-    out: SliceTaints = {}
-    for view in views:
-        spec = view.spec
-        if spec.pool.generation != newest[(spec.driver, spec.pool.name)]:
-            continue
-        for dev in spec.devices:
-            if dev.taints:
-                out.setdefault((spec.driver, spec.pool.name, dev.name), []).extend(dev.taints)
     return out
