@@ -8,7 +8,9 @@ that the allocation's tolerations do not tolerate for good is deleted at the tai
 upstream it first emits a Normal ``DeviceTaintManagerEviction`` Event ("Marking for
 deletion") and adds the pod condition ``DisruptionTarget`` (reason
 ``DeletionByDeviceTaintManager``), then deletes the pod with its uid as precondition. The
-claim controller then releases and deallocates the claim as for any finished pod.
+claim controller then releases and deallocates the claim as for any finished pod. A pod
+waiting for its eviction that no longer needs one (the taint went, a toleration came) gets
+the same Event reason with "Cancelling deletion".
 
 Each DeviceTaintRule gets an ``EvictionInProgress`` status condition (``maybeUpdateRuleStatus``):
 True with reason ``PodsPendingEviction`` while pods wait for eviction, else
@@ -145,6 +147,8 @@ class DeviceTaintEvictionController:
         self._rules: list[RuleTaint] | None = None
         self._rule_objs: list[Obj] = []
         """The rules by name, parsed when one changes."""
+        self._pending: dict[str, tuple[str, str]] = {}
+        """Pod uid -> (namespace, name) of the pods that waited for their eviction last pass."""
 
     def _attach(self, ctx: ControllerContext) -> None:
         if self._store is ctx.store:
@@ -159,6 +163,7 @@ class DeviceTaintEvictionController:
         self._due = None
         self._taints = None
         self._rules = None
+        self._pending.clear()
 
     def reconcile(self, ctx: ControllerContext) -> bool:
         self._attach(ctx)
@@ -177,7 +182,7 @@ class DeviceTaintEvictionController:
         self._due = None
         rule_objs, rules, taints = self._rule_objs, self._rules, self._taints
         if not rule_objs and not any(t.effect == NO_EXECUTE for ts in taints.values() for t in ts):
-            return False  # nothing can evict: no need to look at every pod
+            return self._cancel(ctx, [])  # nothing can evict: no need to look at every pod
         claims = {(str((c.get("metadata") or {}).get("namespace", "")), str((c.get("metadata") or {}).get("name"))): c
                   for c in self.claims.values()}
         now = ctx.now()
@@ -195,8 +200,24 @@ class DeviceTaintEvictionController:
                 self._wake(ctx, ev.when)
                 continue
             progress |= self._evict(ctx, pod, ev)
+        progress |= self._cancel(ctx, pending)
         progress |= self._update_rule_statuses(ctx, rule_objs, rules, pending, claims, taints)
         return progress
+
+    def _cancel(self, ctx: ControllerContext, pending: list[PendingPod]) -> bool:
+        """Upstream ``cancelWorkWithEvent``: a pod that was waiting for its eviction and no longer
+        needs one (the taint went, or a toleration came) gets "Cancelling deletion"."""
+        now_pending = {str((p.pod.get("metadata") or {}).get("uid")) for p in pending}
+        cancelled = False
+        for uid, (namespace, name) in sorted(self._pending.items(), key=lambda kv: kv[1]):
+            if uid in now_pending or uid in self._done:
+                continue
+            pod = self.pods.get(name, namespace)
+            if pod is not None and (pod.get("metadata") or {}).get("uid") == uid:
+                ctx.event(pod, "Normal", "DeviceTaintManagerEviction", "Cancelling deletion", component=self.name)
+                cancelled = True
+        self._pending = {str((p.pod.get("metadata") or {}).get("uid")): _pod_key(p.pod) for p in pending}
+        return cancelled
 
     def _wake(self, ctx: ControllerContext, when: datetime) -> None:
         if self._due is None or when < self._due:

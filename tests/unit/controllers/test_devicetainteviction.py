@@ -125,3 +125,15 @@ def test_effect_none_reports_what_noexecute_would_do_and_evicts_nothing() -> Non
     assert cond["reason"] == "NoEffect"
     assert cond["message"].startswith("1 published device selected. 1 allocated device selected. "
                                       "1 pod would be evicted in 1 namespace ")
+
+
+def test_removing_the_rule_cancels_a_pending_eviction_cancelWorkWithEvent() -> None:
+    ctx = new_ctx()
+    seed(ctx, tolerations=[{"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}])
+    controller = DeviceTaintEvictionController()
+    controller.reconcile(ctx)
+    ctx.store.delete(kinds.DEVICE_TAINT_RULE, "r")
+    settle(ctx, [controller])
+    assert not ctx.store.get(kinds.POD, "p", "default")["metadata"].get("deletionTimestamp")
+    events = ctx.store.list(kinds.EVENT, "default").items
+    assert [(e["reason"], e["message"]) for e in events] == [("DeviceTaintManagerEviction", "Cancelling deletion")]
