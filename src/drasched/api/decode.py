@@ -13,7 +13,7 @@ allowed and untouched), and normalises the object in place the way the decoder d
 
 What is refused: a wrong type (``spec.devices.requests[0]: expected object, got string``),
 an integer outside its Go type (int32 or int64), a quantity ``resource.ParseQuantity``
-refuses (``80 Gi``), a non-finite number, a value JSON cannot carry (YAML binary, sets),
+refuses (``80 Gi``), a time that is not RFC 3339, a non-finite number, a value JSON cannot carry (YAML binary, sets),
 and nesting deeper than :data:`MAX_DEPTH`. Built-in kinds answer 400 BadRequest
 (``Pod in version "v1" cannot be handled as a Pod: ...``) as the API server's decoder does;
 drasched's CRDs answer 422 Invalid in the CRD schema validator's words
@@ -28,6 +28,7 @@ from typing import Any
 from drasched.api import kinds
 from drasched.api.errors import ApiError, BadRequest, Cause, invalid
 from drasched.api.kinds import ResourceType
+from drasched.api.meta import parse_time
 from drasched.api.shapes import Shape, shape_for
 from drasched.quantity import Quantity, QuantityError
 
@@ -40,7 +41,7 @@ what Python's recursive copy and serialisation handle."""
 MAX_ERRORS = 10
 """Report at most this many type errors for one object."""
 
-_CRD_GROUPS = {kinds.DRASCHED, "jobset.x-k8s.io", "leaderworkerset.x-k8s.io"}
+CRD_GROUPS = {kinds.DRASCHED, "jobset.x-k8s.io", "leaderworkerset.x-k8s.io", "scheduling.run.ai"}
 """Groups served by CustomResourceDefinitions: their errors are the OpenAPI validator's."""
 
 
@@ -68,7 +69,7 @@ def _zero(shape: Shape) -> Any:
     if shape.type == "oneOf":
         return 0 if any(s.type in ("integer", "number") for s in shape.options) else _zero(shape.options[0])
     return {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {},
-            "map": {}, "quantity": "0"}.get(shape.type)
+            "map": {}, "quantity": "0", "time": ""}.get(shape.type)
 
 
 def _fits(value: Any, shape: Shape) -> bool:
@@ -79,6 +80,8 @@ def _fits(value: Any, shape: Shape) -> bool:
     if t == "oneOf":
         return any(_fits(value, s) for s in shape.options)
     if t == "string":
+        return isinstance(value, str)
+    if t == "time":
         return isinstance(value, str)
     if t == "quantity":
         return isinstance(value, str | int | float) and not isinstance(value, bool)
@@ -111,6 +114,15 @@ def _key(key: Any) -> str | None:
     if isinstance(key, int | float):
         return str(key)
     return None
+
+
+def _is_time(text: str) -> bool:
+    """Whether ``text`` parses as the ``metav1.Time`` drasched reads back (``parse_time``)."""
+    try:
+        parse_time(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _quantity_problem(text: str) -> str | None:
@@ -161,6 +173,10 @@ def type_errors(obj: Obj, shape: Shape) -> list[tuple[str, str, Any]]:
                 errors.append((_path(trail), f"an integer that fits in {sh.bits} bits", value))
             elif isinstance(value, float) and container is not None:
                 container[slot] = int(value)  # a whole-number float: JSON's 1.0 is 1
+            continue
+        if sh.type == "time":
+            if value and not _is_time(value):
+                errors.append((_path(trail), "a time in RFC 3339 (2006-01-02T15:04:05Z)", value))
             continue
         if sh.type == "quantity":
             if isinstance(value, str):
@@ -217,18 +233,23 @@ def decode_object(obj: Obj, rt: ResourceType | None = None) -> ResourceType:
     Invalid for drasched's CRDs. Returns the object's resource type.
     """
     rt = rt or kinds.for_object(obj)
-    errors = type_errors(obj, shape_for(rt))
+    decode_as(obj, shape_for(rt), kind=rt.kind, group=rt.group, version=rt.version)
+    return rt
+
+
+def decode_as(obj: Obj, shape: Shape, *, kind: str, group: str, version: str) -> None:
+    """:func:`decode_object` for a kind given by hand (one drasched only reads, never serves)."""
+    errors = type_errors(obj, shape)
     if not errors:
-        return rt
+        return
     md = obj.get("metadata")
     name: str = md["name"] if isinstance(md, dict) and isinstance(md.get("name"), str) else ""
-    if rt.group in _CRD_GROUPS:
+    if group in CRD_GROUPS:
         causes = [_crd_cause(path, expected, v) for path, expected, v in errors]
-        raise invalid(f"{rt.kind}.{rt.group}", name, causes)
+        raise invalid(f"{kind}.{group}", name, causes)
     detail = "; ".join(f"{path or '<object>'}: expected {expected}, got {_got(expected, v)}"
                        for path, expected, v in errors)
-    err: ApiError = BadRequest(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {detail}',
-                               rt.kind, name)
+    err: ApiError = BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {detail}', kind, name)
     err.causes = [Cause(path, f"expected {expected}, got {_got(expected, v)}", "FieldValueTypeInvalid")
                   for path, expected, v in errors]
     raise err
@@ -238,7 +259,7 @@ def _got(expected: str, value: Any) -> str:
     if expected.startswith("an integer that fits"):
         text = str(value) if isinstance(value, int) or abs(value) < 1e30 else f"{value:g}"
         return text if len(text) <= 40 else f"an integer of {len(text)} digits"
-    if expected.startswith("a quantity") and isinstance(value, str):
+    if expected.startswith(("a quantity", "a time")) and isinstance(value, str):
         return f'"{value[:40]}"' + (f" ({len(value)} characters)" if len(value) > 40 else "")
     return json_type(value)
 

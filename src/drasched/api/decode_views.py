@@ -13,6 +13,10 @@ import msgspec
 from drasched.api import models, resource
 from drasched.api.models import View
 
+TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}"
+Time = Annotated[str, msgspec.Meta(pattern=TIME_PATTERN)]
+"""A ``metav1.Time`` (RFC 3339): decoding parses it, so a malformed time is refused there."""
+
 INT32_MAX = 2**31 - 1
 Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=INT32_MAX)]
 """A Go int32 field (``format: int32`` in a CRD)."""
@@ -70,8 +74,8 @@ class ContainerStateTerminated(View):
     signal: Int32 = 0
     reason: str = ""
     message: str = ""
-    started_at: str | None = None
-    finished_at: str | None = None
+    started_at: Time | None = None
+    finished_at: Time | None = None
 
 
 class ContainerState(View):
@@ -95,7 +99,7 @@ class Condition(View):
     status: str = ""
     reason: str = ""
     message: str = ""
-    last_transition_time: str | None = None
+    last_transition_time: Time | None = None
 
 
 class ContainerClaim(View):

@@ -16,11 +16,12 @@ from typing import Any
 
 import yaml
 
-from drasched.api import foreign, validation
+from drasched.api import foreign, kinds, validation
 from drasched.api.conversion import ConversionError, to_storage_version
 from drasched.api.decode import decode_object
 from drasched.api.defaults import apply_builtin_defaults, apply_crd_defaults
 from drasched.api.errors import ApiError, Invalid
+from drasched.api.foreign_shapes import decode_foreign
 
 Obj = dict[str, Any]
 
@@ -205,6 +206,8 @@ def load_paths(paths: Iterable[str], *, validate: bool = True, translate: bool =
                 raise ManifestError(f"{f}: cannot read: {exc}") from None
             loaded += parse_documents(text, str(f))
     if translate:
+        for item in loaded:
+            _decode_if_known(item)  # translation reads the kinds drasched knows: well typed first
         loaded = _translated(loaded)
     if validate:
         for item in loaded:
@@ -220,6 +223,19 @@ def _translated(loaded: list[Loaded]) -> list[Loaded]:
             if obj is not None]
 
 
+def _decode_if_known(item: Loaded) -> None:
+    """Decode an object of a kind drasched serves or translates (others are refused later)."""
+    try:
+        try:
+            rt = kinds.for_object(item.obj)
+        except ApiError:
+            decode_foreign(item.obj)
+            return
+        decode_object(item.obj, rt)
+    except ApiError as exc:
+        raise _refusal(item, exc) from None
+
+
 def check_object(item: Loaded) -> None:
     """Raise ManifestError if the object's kind is unknown or a field is invalid."""
     try:
@@ -229,11 +245,14 @@ def check_object(item: Loaded) -> None:
         apply_crd_defaults(rt.kind, defaulted)
         apply_builtin_defaults(rt.kind, defaulted)
         validation.validate(defaulted, rt)
-    except Invalid as exc:
-        fields = "; ".join(str(c) for c in exc.causes) or exc.message
-        raise ManifestError(f"{item.where}: {_describe(item.obj)}: {fields}") from None
     except ApiError as exc:
-        raise ManifestError(f"{item.where}: {_describe(item.obj)}: {exc.message}") from None
+        raise _refusal(item, exc) from None
+
+
+def _refusal(item: Loaded, exc: ApiError) -> ManifestError:
+    """The API server's refusal, with the file, document and object in front."""
+    detail = "; ".join(str(c) for c in exc.causes) or exc.message if isinstance(exc, Invalid) else exc.message
+    return ManifestError(f"{item.where}: {_describe(item.obj)}: {detail}")
 
 
 _TOP_ORDER = ("apiVersion", "kind", "metadata", "spec", "status")

@@ -19,6 +19,7 @@ import msgspec.inspect as mi
 from drasched.api import models, resource, workload_shapes
 from drasched.api.decode_views import (
     INT32_MAX,
+    TIME_PATTERN,
     Affinity,
     Condition,
     ConfigMap,
@@ -29,6 +30,7 @@ from drasched.api.decode_views import (
     PodDisruptionBudget,
     PodSchedulingGate,
     ServiceAccount,
+    Time,
 )
 from drasched.api.kinds import ResourceType
 from drasched.api.models import View
@@ -38,7 +40,7 @@ from drasched.api.models import View
 class Shape:
     """One JSON type: ``string``, ``integer``, ``number``, ``boolean``, ``array``, ``object``,
     ``map`` (an object whose keys are free), ``quantity`` (a string ``resource.ParseQuantity``
-    accepts, or a number), ``any``, or ``oneOf`` several shapes."""
+    accepts, or a number), ``time`` (an RFC 3339 string), ``any``, or ``oneOf`` several shapes."""
 
     type: str
     fields: dict[str, Shape] = field(default_factory=dict)
@@ -81,6 +83,18 @@ VIEW_OF: dict[str, type[View]] = {
 """The view whose fields give each kind's shape, by kind (each kind has one API version)."""
 
 SHAPE_OVERRIDES: dict[tuple[type[View], str], Any] = {
+    (models.ObjectMeta, "creationTimestamp"): Time | None,
+    (models.ObjectMeta, "deletionTimestamp"): Time | None,
+    (models.PodCondition, "lastTransitionTime"): Time | None,
+    (models.PodStatus, "startTime"): Time | None,
+    (models.Taint, "timeAdded"): Time | None,
+    (resource.DeviceTaint, "timeAdded"): Time | None,
+    (resource.AllocationResult, "allocationTimestamp"): Time | None,
+    (models.Event, "firstTimestamp"): Time | None,
+    (models.Event, "lastTimestamp"): Time | None,
+    (models.Event, "eventTime"): Time | None,
+    (models.ClaimAllocation, "allocation"): resource.AllocationResult,
+    (models.ExtendedResourceClaimAllocation, "allocation"): resource.AllocationResult,
     (models.ObjectMeta, "deletionGracePeriodSeconds"): int | None,
     (models.PodSpec, "schedulingGates"): list[PodSchedulingGate],
     (models.PodSpec, "priority"): Int32 | None,
@@ -115,7 +129,7 @@ def _shape_of(info: mi.Type) -> Shape:
             return Shape(one.type, one.fields, one.item, one.options, nullable=nullable, bits=one.bits)
         return Shape("oneOf", options=options, nullable=nullable)
     if isinstance(info, mi.StrType):
-        return Shape("string")
+        return Shape("time" if info.pattern == TIME_PATTERN else "string")
     if isinstance(info, mi.BoolType):
         return Shape("boolean")
     if isinstance(info, mi.IntType):

@@ -258,3 +258,29 @@ def test_a_few_shared_aliases_are_fine() -> None:
     [loaded] = parse_documents("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n"
                                "data:\n  a: &x hello\n  b: *x\n", "ok.yaml")
     assert loaded.obj["data"] == {"a": "hello", "b": "hello"}
+
+
+def test_a_time_that_is_not_rfc3339_is_refused_as_metav1_time_refuses_it() -> None:
+    obj = pod()
+    obj["status"] = {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "1e999"}]}
+    with pytest.raises(BadRequest, match=r"status.conditions\[0\].lastTransitionTime: expected a time in RFC 3339"):
+        decode_object(obj)
+    ok = pod()
+    ok["metadata"]["creationTimestamp"] = "2024-01-01T00:00:00Z"
+    decode_object(ok)
+
+
+def test_a_bind_request_allocation_has_the_claim_allocation_shape() -> None:
+    br = {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "BindRequest",
+          "metadata": {"name": "b", "namespace": "default"},
+          "spec": {"podName": "p", "selectedNode": "n",
+                   "resourceClaimAllocations": [{"name": "c", "allocation": {"devices": {"results": ["gpu-0"]}}}]}}
+    with pytest.raises(Invalid, match=r"spec.resourceClaimAllocations\[0\].allocation.devices.results\[0\]"):
+        decode_object(br)
+
+
+def test_foreign_objects_are_decoded_before_translation(tmp_path: Path) -> None:
+    kai = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "team"},
+           "spec": {"resources": {"gpu": "lots"}}}
+    with pytest.raises(ManifestError, match=r"document 0: Queue team: spec.resources.gpu: Invalid value: \"string\""):
+        load_paths([str(write(tmp_path, kai))])

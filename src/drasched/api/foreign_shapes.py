@@ -1,0 +1,133 @@
+"""The JSON shapes of other schedulers' objects that :mod:`drasched.api.foreign` translates:
+the upstream gang API (``scheduling.k8s.io`` v1alpha2/v1beta1 Workload and PodGroup) and
+KAI-Scheduler's ``scheduling.run.ai`` Queue (v2) and PodGroup (v2alpha2).
+
+They are decoded before translation, as their own API servers would decode them, so the
+translation only reads well-typed fields. Only the fields the translation reads are
+described (field names from upstream ``k8s.io/api/scheduling`` and KAI's ``apis/scheduling``);
+the rest stay free.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from drasched.api.decode import decode_as
+from drasched.api.decode_views import Int32
+from drasched.api.models import ObjectMeta, View
+from drasched.api.shapes import struct_shape
+
+
+class GangSchedulingPolicy(View):
+    min_count: Int32 | None = None
+
+
+class PodGroupSchedulingPolicy(View):
+    gang: GangSchedulingPolicy | None = None
+    basic: dict[str, Any] | None = None
+
+
+class PodGroupTemplate(View):
+    name: str = ""
+    scheduling_policy: PodGroupSchedulingPolicy | None = None
+
+
+class WorkloadSpec(View):
+    pod_group_templates: list[PodGroupTemplate] = []
+
+
+class Workload(View):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: WorkloadSpec = msgspec.field(default_factory=WorkloadSpec)
+
+
+class WorkloadTemplateReference(View):
+    workload_name: str = ""
+    pod_group_template_name: str = ""
+
+
+class PodGroupTemplateReference(View):
+    workload: WorkloadTemplateReference | None = None
+
+
+class TopologyConstraint(View):
+    key: str = ""
+
+
+class SchedulingConstraints(View):
+    topology: list[TopologyConstraint] = []
+
+
+class UpstreamPodGroupSpec(View):
+    pod_group_template_ref: PodGroupTemplateReference | None = None
+    scheduling_policy: PodGroupSchedulingPolicy | None = None
+    priority_class_name: str = ""
+    priority: Int32 | None = None
+    scheduling_constraints: SchedulingConstraints | None = None
+    resource_claims: list[dict[str, Any]] = []
+    disruption_mode: str | None = None
+
+
+class UpstreamPodGroup(View):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: UpstreamPodGroupSpec = msgspec.field(default_factory=UpstreamPodGroupSpec)
+
+
+class KaiQueueResource(View):
+    quota: float | None = None
+    limit: float | None = None
+    over_quota_weight: float | None = None
+
+
+class KaiQueueSpec(View):
+    parent_queue: str = ""
+    priority: Int32 | None = None
+    preempt_min_runtime: str | None = None
+    reclaim_min_runtime: str | None = None
+    resources: dict[str, KaiQueueResource] = {}
+
+
+class KaiQueue(View):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: KaiQueueSpec = msgspec.field(default_factory=KaiQueueSpec)
+
+
+class KaiTopologyConstraint(View):
+    required_topology_level: str = ""
+    preferred_topology_level: str = ""
+    topology: str = ""
+
+
+class KaiPodGroupSpec(View):
+    min_member: Int32 | None = None
+    queue: str = ""
+    priority_class_name: str = ""
+    topology_constraint: KaiTopologyConstraint | None = None
+
+
+class KaiPodGroup(View):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: KaiPodGroupSpec = msgspec.field(default_factory=KaiPodGroupSpec)
+
+
+FOREIGN_VIEWS: dict[tuple[str, str], type[View]] = {
+    ("scheduling.k8s.io/v1alpha2", "Workload"): Workload,
+    ("scheduling.k8s.io/v1beta1", "Workload"): Workload,
+    ("scheduling.k8s.io/v1alpha2", "PodGroup"): UpstreamPodGroup,
+    ("scheduling.k8s.io/v1beta1", "PodGroup"): UpstreamPodGroup,
+    ("scheduling.run.ai/v2", "Queue"): KaiQueue,
+    ("scheduling.run.ai/v2alpha2", "PodGroup"): KaiPodGroup,
+}
+
+
+def decode_foreign(obj: dict[str, Any]) -> None:
+    """Decode ``obj`` if it is a kind :mod:`drasched.api.foreign` translates (else nothing);
+    raises the API server's BadRequest, or Invalid for KAI's CRDs, as :func:`decode_as`."""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    view = FOREIGN_VIEWS.get((api_version, kind)) if isinstance(api_version, str) and isinstance(kind, str) else None
+    if view is None:
+        return
+    group, _, version = str(api_version).rpartition("/")
+    decode_as(obj, struct_shape(view), kind=str(kind), group=group, version=version)
