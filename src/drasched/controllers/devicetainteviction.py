@@ -17,8 +17,8 @@ True with reason ``PodsPendingEviction`` while pods wait for eviction, else
 ``Completed``/``NotStarted`` for NoExecute, ``NoEffect`` (what NoExecute would do) for
 ``None``, ``OtherEffect`` for NoSchedule; rewritten at most every 10 s for one generation.
 
-Time is the context's clock: ``drasched simulate`` wakes at the next eviction time.
-Claims reserved for a PodGroup (KEP-5729) are not followed to the group's pods here.
+Time is the context's clock: ``drasched simulate`` wakes at the next eviction time. A claim
+reserved for a PodGroup (KEP-5729) evicts every pod of the group that uses it.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time, get_condition, parse_time
 from drasched.api.resource import DeviceTaint
 from drasched.control import ControllerContext
-from drasched.dra.claimrules import ClaimNotCreated, is_reserved_for, pod_claim_name
+from drasched.controllers.claimutil import is_group_ref
+from drasched.dra.claimrules import ClaimNotCreated, is_reserved_for, pod_claim_name, pod_group_name, reserved_for
 from drasched.dra.taintrules import (
     NO_EXECUTE,
     Eviction,
@@ -79,7 +80,7 @@ def pod_eviction(pod: Obj, claims: dict[tuple[str, str], Obj], taints: SliceTain
             continue
         claim = claims.get((namespace, name)) if name else None
         allocation = ((claim or {}).get("status") or {}).get("allocation")
-        if claim is None or not allocation or not is_reserved_for(claim, uid):
+        if claim is None or not allocation or not _reserved_for_pod(claim, uid, pod_group_name(pod)):
             continue
         ev = claim_eviction(allocation, taints, rules)
         if ev is None:
@@ -88,6 +89,13 @@ def pod_eviction(pod: Obj, claims: dict[tuple[str, str], Obj], taints: SliceTain
         best = ev if best is None else Eviction(min(best.when, ev.when), tuple(sorted({*best.taints, *ev.taints})),
                                                 best.rule_uids | ev.rule_uids)
     return best
+
+
+def _reserved_for_pod(claim: Obj, uid: str | None, group: str | None) -> bool:
+    """Upstream ``IsReservedForPod`` with workload claims: reserved for this pod, or for the
+    PodGroup the pod joins (KEP-5729: a pod does not know its group's uid, the name counts)."""
+    return is_reserved_for(claim, uid) or (group is not None and any(
+        is_group_ref(r) and r.get("name") == group for r in reserved_for(claim)))
 
 
 def rule_condition(rule: Obj, pending: list[PendingPod], evicted: int, would_evict: list[PendingPod],

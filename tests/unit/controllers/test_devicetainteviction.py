@@ -137,3 +137,30 @@ def test_removing_the_rule_cancels_a_pending_eviction_cancelWorkWithEvent() -> N
     assert not ctx.store.get(kinds.POD, "p", "default")["metadata"].get("deletionTimestamp")
     events = ctx.store.list(kinds.EVENT, "default").items
     assert [(e["reason"], e["message"]) for e in events] == [("DeviceTaintManagerEviction", "Cancelling deletion")]
+
+
+def test_a_claim_reserved_for_the_pods_group_evicts_the_pod_IsReservedForPod() -> None:
+    # resourceclaim.IsReservedForPod with workload claims: a reservation for the PodGroup the
+    # pod joins counts, matched by name (the pod does not know the group's uid).
+    ctx = new_ctx()
+    seed(ctx)
+    pod = ctx.store.get(kinds.POD, "p", "default")
+    pod["metadata"]["labels"] = {"drasched.io/pod-group": "g"}
+    ctx.store.update(pod)
+    claim = ctx.store.get(kinds.RESOURCE_CLAIM, "c", "default")
+    claim["status"]["reservedFor"] = [{"apiGroup": "scheduling.drasched.io", "resource": "podgroups",
+                                       "name": "g", "uid": "group-uid"}]
+    ctx.store.update_status(claim)
+    settle(ctx, [DeviceTaintEvictionController()])
+    assert ctx.store.get(kinds.POD, "p", "default")["metadata"].get("deletionTimestamp")
+
+
+def test_a_claim_reserved_for_another_group_does_not_evict() -> None:
+    ctx = new_ctx()
+    seed(ctx)
+    claim = ctx.store.get(kinds.RESOURCE_CLAIM, "c", "default")
+    claim["status"]["reservedFor"] = [{"apiGroup": "scheduling.drasched.io", "resource": "podgroups",
+                                       "name": "other", "uid": "group-uid"}]
+    ctx.store.update_status(claim)
+    settle(ctx, [DeviceTaintEvictionController()])
+    assert not ctx.store.get(kinds.POD, "p", "default")["metadata"].get("deletionTimestamp")
