@@ -18,7 +18,8 @@ conversions; v1beta2 has v1's shape):
 * Everything else (classes, claim status, slice counters) has the same shape in all three.
 
 Versions 1.37 no longer serves for these kinds (``v1alpha2``, ``v1alpha3``) are refused with
-the versions that are accepted.
+the versions that are accepted. DeviceTaintRule is served as ``v1``, ``v1beta2`` and
+``v1alpha3``, all of v1's shape (there never was a ``v1beta1`` one).
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ GROUP = "resource.k8s.io"
 STORAGE_VERSION = f"{GROUP}/v1"
 CONVERTED_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "DeviceTaintRule")
 SERVED_VERSIONS = (f"{GROUP}/v1", f"{GROUP}/v1beta2", f"{GROUP}/v1beta1")
+SERVED_VERSIONS_OF: dict[str, tuple[str, ...]] = {
+    # v1alpha3 (1.33) and v1beta2 (1.36) have v1's shape since 1.35 dropped deviceClassName and
+    # selectors from the selector; there never was a v1beta1 DeviceTaintRule.
+    "DeviceTaintRule": (f"{GROUP}/v1", f"{GROUP}/v1beta2", f"{GROUP}/v1alpha3"),
+}
 EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity")
 
 
@@ -55,9 +61,10 @@ def to_storage_version(obj: Obj) -> Obj:
     if not needs_conversion(obj):
         return obj
     version = obj["apiVersion"]
-    if version not in SERVED_VERSIONS:
+    served = SERVED_VERSIONS_OF.get(obj["kind"], SERVED_VERSIONS)
+    if version not in served:
         raise ConversionError(f"{version} {obj['kind']} is not served by Kubernetes 1.37: write it as "
-                              f"{STORAGE_VERSION} (also accepted and converted: {', '.join(SERVED_VERSIONS[1:])})")
+                              f"{STORAGE_VERSION} (also accepted and converted: {', '.join(served[1:])})")
     out = copy.deepcopy(obj)
     out["apiVersion"] = STORAGE_VERSION
     if version == f"{GROUP}/v1beta1":

@@ -104,10 +104,15 @@ def test_status_keeps_at_most_eight_conditions_as_DeviceTaintRuleStatusMaxCondit
         store.update_status(created)
 
 
-def test_v1beta2_rule_is_read_as_v1_and_v1alpha3_is_refused() -> None:
-    beta = {**rule(), "apiVersion": "resource.k8s.io/v1beta2"}
-    assert to_storage_version(beta)["apiVersion"] == "resource.k8s.io/v1"
-    assert to_storage_version(beta)["spec"] == beta["spec"]
-    with pytest.raises(ConversionError, match=re.escape("resource.k8s.io/v1alpha3 DeviceTaintRule is not served")):
-        to_storage_version({**rule(), "apiVersion": "resource.k8s.io/v1alpha3"})
+def test_v1beta2_and_v1alpha3_rules_are_read_as_v1_and_v1beta1_is_refused() -> None:
+    # 1.37 serves DeviceTaintRule as v1, v1beta2 (since 1.36) and v1alpha3 (since 1.33), all of
+    # v1's shape since 1.35 tombstoned deviceClassName and selectors; v1beta1 never had it.
+    for version in ("v1beta2", "v1alpha3"):
+        older = {**rule(), "apiVersion": f"resource.k8s.io/{version}"}
+        assert to_storage_version(older)["apiVersion"] == "resource.k8s.io/v1"
+        assert to_storage_version(older)["spec"] == older["spec"]
+    with pytest.raises(ConversionError, match=re.escape(
+            "resource.k8s.io/v1beta1 DeviceTaintRule is not served by Kubernetes 1.37: write it as "
+            "resource.k8s.io/v1 (also accepted and converted: resource.k8s.io/v1beta2, resource.k8s.io/v1alpha3)")):
+        to_storage_version({**rule(), "apiVersion": "resource.k8s.io/v1beta1"})
     assert kinds.for_object(rule()) is kinds.DEVICE_TAINT_RULE
