@@ -189,14 +189,14 @@ class DeviceTaintEvictionController:
             return False
         self._due = None
         rule_objs, rules, taints = self._rule_objs, self._rules, self._taints
-        if not rule_objs and not any(t.effect == NO_EXECUTE for ts in taints.values() for t in ts):
-            return self._cancel(ctx, [])  # nothing can evict: no need to look at every pod
         claims = {(str((c.get("metadata") or {}).get("namespace", "")), str((c.get("metadata") or {}).get("name"))): c
                   for c in self.claims.values()}
         now = ctx.now()
         progress = False
         pending: list[PendingPod] = []
-        for pod in sorted(self.pods.values(), key=_pod_key):
+        can_evict = (any(r.taint.effect == NO_EXECUTE for r in rules)
+                     or any(t.effect == NO_EXECUTE for ts in taints.values() for t in ts))
+        for pod in sorted(self.pods.values(), key=_pod_key) if can_evict else ():  # else no need to look
             md = pod.get("metadata") or {}
             if md.get("deletionTimestamp") or md.get("uid") in self._done:
                 continue
