@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from drasched.api import kinds
+from drasched.api.meta import parse_time
 from drasched.serve.main import build_controllers, run, served_taint_rules
 from drasched.testing.apiserver import LocalCluster
 from tests.e2e.test_serve_scenarios_e2e import SCENARIOS, Serving, load, wait_quiet
-from tests.scenarios.runner import load_scenario
+from tests.scenarios.runner import Scenario, load_scenario
 
 pytestmark = pytest.mark.e2e
 
@@ -54,13 +58,8 @@ def test_serve_evicts_the_pod_on_a_device_tainted_noexecute_in_its_slice(cluster
     assert slice_taint["timeAdded"], "the server stamps timeAdded, from which tolerationSeconds count"
 
 
-def test_serve_reads_v1beta2_rules_on_a_136_server_and_evicts(cluster: LocalCluster) -> None:
-    scn = load_scenario(SCENARIOS / "taints/001-noexecute-rule-evicts-running-pod.yaml")
-    for obj in scn.manifests:
-        if obj["kind"] == "DeviceTaintRule":
-            obj["apiVersion"] = "resource.k8s.io/v1beta2"
-    store = cluster.store()
-    load(store, scn)
+def _serve_until_quiet(store: Any) -> None:
+    """serve's loop with the claim controller and the rules in the version the server serves."""
     rules_kind = served_taint_rules(store)
     assert rules_kind is kinds.DEVICE_TAINT_RULE_V1BETA2
     stop, errors = threading.Event(), []
@@ -79,6 +78,20 @@ def test_serve_reads_v1beta2_rules_on_a_136_server_and_evicts(cluster: LocalClus
         stop.set()
         thread.join(30)
     assert not errors, errors
+
+
+def _as_v1beta2(manifests: list[dict[str, Any]]) -> None:
+    for obj in manifests:
+        if obj["kind"] == "DeviceTaintRule":
+            obj["apiVersion"] = "resource.k8s.io/v1beta2"
+
+
+def test_serve_reads_v1beta2_rules_on_a_136_server_and_evicts(cluster: LocalCluster) -> None:
+    scn = load_scenario(SCENARIOS / "taints/001-noexecute-rule-evicts-running-pod.yaml")
+    _as_v1beta2(scn.manifests)
+    store = cluster.store()
+    load(store, scn)
+    _serve_until_quiet(store)
     pod = store.get(kinds.POD, "trainer", "default")
     assert pod["metadata"].get("deletionTimestamp")
     assert any(c["type"] == "DisruptionTarget" and c["reason"] == "DeletionByDeviceTaintManager"
@@ -87,3 +100,26 @@ def test_serve_reads_v1beta2_rules_on_a_136_server_and_evicts(cluster: LocalClus
     (cond,) = rule["status"]["conditions"]
     assert (cond["type"], cond["status"], cond["reason"], cond["message"]) == (
         "EvictionInProgress", "False", "Completed", "1 pod evicted since starting the controller.")
+
+
+def test_serve_places_a_tolerating_pod_and_evicts_it_after_toleration_seconds(cluster: LocalCluster) -> None:
+    """The allocator takes the tainted device for a claim that tolerates the rule for 2 s; the
+    eviction comes no earlier than the rule's timeAdded plus those 2 s (the wall clock here)."""
+    scn = load_scenario(SCENARIOS / "taints/002-toleration-seconds-evicts-at-300s.yaml")
+    manifests = [o for o in scn.manifests if (o.get("metadata") or {}).get("name") not in ("short", "short-gpu")]
+    for obj in (o for o in manifests if o["kind"] == "ResourceClaim"):
+        for req in obj["spec"]["devices"]["requests"]:
+            req["exactly"]["tolerations"][0]["tolerationSeconds"] = 2
+    _as_v1beta2(manifests)
+    store = cluster.store()
+    load(store, Scenario(Path(scn.path), scn.description, {}, manifests))
+    _serve_until_quiet(store)
+    claim = store.get(kinds.RESOURCE_CLAIM, "long-gpu", "default")
+    results = claim["status"]["allocation"]["devices"]["results"]
+    assert results[0]["tolerations"][0]["tolerationSeconds"] == 2  # copied into the result
+    pod = store.get(kinds.POD, "long", "default")
+    assert pod["spec"].get("nodeName") == "n1" and pod["metadata"].get("deletionTimestamp")
+    (cond,) = [c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    rule = store.get(kinds.DEVICE_TAINT_RULE_V1BETA2, "maintenance")
+    added = parse_time(rule["spec"]["taint"]["timeAdded"])
+    assert parse_time(cond["lastTransitionTime"]) >= added + timedelta(seconds=2)
