@@ -132,10 +132,17 @@ def pod(i: int) -> Obj:
 
 
 def create_burst(store: KubeStore, count: int, pause: float = 0.0) -> None:
-    """``count`` DRA pods, one after another (``pause`` seconds apart), as a Job would."""
+    """``count`` DRA pods, one after another (``pause`` seconds apart), as a Job would; a
+    create that fails (the API server restarting) is retried, as the Job controller does."""
     for i in range(count):
-        with contextlib.suppress(AlreadyExists):
-            store.create(pod(i))
+        while True:
+            try:
+                store.create(pod(i))
+                break
+            except AlreadyExists:  # created, though the answer was lost
+                break
+            except ApiError:
+                time.sleep(0.5)
         if pause:
             time.sleep(pause)
 
@@ -158,6 +165,8 @@ class Replica:
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self.kills = 0
+        self.stopped = False
+        """Stopped for good by the test: a Supervisor leaves it down."""
 
     def start(self) -> None:
         args = [str(Path(sys.executable).parent / "drasched"), "serve", "--kubeconfig", self.kubeconfig,
@@ -188,6 +197,7 @@ class Replica:
 
     def stop(self) -> None:
         """SIGTERM (releases the lease), SIGKILL if it does not end."""
+        self.stopped = True
         if self.proc is None or self.proc.poll() is not None:
             return
         self.proc.send_signal(signal.SIGCONT)
@@ -218,7 +228,7 @@ class Supervisor:
     def _run(self) -> None:
         while not self._stop.wait(0.5):
             for r in self.replicas:
-                if r.proc is not None and not r.running() and not self._stop.is_set():
+                if r.proc is not None and not r.stopped and not r.running() and not self._stop.is_set():
                     r.start()
                     self.restarts += 1
 

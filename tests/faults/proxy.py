@@ -53,7 +53,7 @@ class FaultProxy:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         tls.load_cert_chain(str(pki / "serving.crt"), str(pki / "serving.key"))
@@ -131,6 +131,10 @@ class FaultProxy:
         except (httpx.HTTPError, OSError, ValueError):
             _reset(h)
 
+    def open_streams(self) -> int:
+        with self._lock:
+            return len(self._streams)
+
     def cut_streams(self) -> int:
         """Reset every response still streaming (the open watches), as a restarted load
         balancer would; returns how many. Each client watch then resumes from its last
@@ -143,11 +147,18 @@ class FaultProxy:
         return len(streams)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A connection the proxy reset itself ends its handler with an error: expected."""
+
+
 def _reset(h: BaseHTTPRequestHandler) -> None:
     """Close the client's connection with a TCP RST (SO_LINGER 0), as a crashed peer would."""
     h.close_connection = True
     try:
         h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        # shutdown acts on the socket at once; close alone waits for the handler's files
+        h.connection.shutdown(socket.SHUT_RDWR)
         h.connection.close()
     except OSError:
         pass

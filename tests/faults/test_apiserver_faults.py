@@ -32,6 +32,7 @@ from tests.faults.harness import (
     finish,
     read_audit,
     settle,
+    wait_for,
 )
 from tests.faults.proxy import FaultProxy
 
@@ -74,7 +75,8 @@ def test_etcd_compaction_makes_every_watch_relist(tmp_path: Path) -> None:
             cuts = 0
             try:
                 for _ in range(RESTARTS + 1):
-                    time.sleep(3.0)
+                    time.sleep(2.0)
+                    wait_for("serve to watch every kind", lambda: proxy.open_streams() >= len(SERVE_KINDS))
                     cluster.compact()
                     cluster.compact()  # past the marker too: no watch can resume at the compacted revision
                     cuts += proxy.cut_streams()

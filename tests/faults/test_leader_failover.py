@@ -1,9 +1,11 @@
 """Two replicas with leader election (lease 4 s, renew deadline 3 s, retry 1 s), each its
 own user of the API server, so that the audit log says which replica made every write.
 
-* The leader killed (-9) mid-burst: the standby takes over within the lease duration (plus
-  one retry period: the lease may have been renewed just before the kill), and no replica
-  writes anything but the Lease while it does not hold it.
+* The leader killed (-9) mid-burst: the standby takes over within the lease duration of
+  the last renewal it saw, so within lease duration + two retry periods of the kill (the
+  lease may have been renewed just before the kill, the standby sees that renewal at its
+  next poll, up to one retry period later, and acquires at the first poll after expiry,
+  up to one more), and no replica writes anything but the Lease while it does not hold it.
 * The leader paused (SIGSTOP) past its lease while the standby takes over and schedules,
   then resumed (SIGCONT): the server received no write from it after the resume (it is
   past its renew deadline, so it stops writing and exits 1, as kube-scheduler does).
@@ -88,8 +90,8 @@ def test_leader_killed_mid_burst_standby_takes_over_within_the_lease(
         won = _lease_won(audit, other, at)
         assert won is not None, f"{other} never took the lease after {killed} was killed"
         takeovers.append(won - at)
-        if won - at > LEASE_DURATION + RETRY_PERIOD:
-            report.violation("takeover slower than the lease duration + one retry period", f"{won - at:.1f} s")
+        if won - at > LEASE_DURATION + 2 * RETRY_PERIOD:
+            report.violation("takeover slower than the lease duration + two retry periods", f"{won - at:.1f} s")
         # between the kill and the takeover nobody may write: the old leader is dead, the
         # standby does not hold the lease yet
         early = [e for e in _writes(audit, other) if at < e.received < won]
