@@ -161,3 +161,17 @@ class PodDisruptionBudget(View):
 
 class PodSchedulingGate(View):
     name: str = ""
+
+
+class PodSchedulingGroup(View):
+    """``spec.schedulingGroup`` (upstream gang API): the PodGroup a pod belongs to."""
+
+    pod_group_name: str | None = None
+
+
+class WorkloadReference(View):
+    """``spec.workloadRef`` (Kubernetes 1.35's gang API)."""
+
+    name: str = ""
+    pod_group: str = ""
+    pod_group_replica_key: str = ""

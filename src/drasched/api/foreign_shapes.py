@@ -122,12 +122,13 @@ FOREIGN_VIEWS: dict[tuple[str, str], type[View]] = {
 }
 
 
-def decode_foreign(obj: dict[str, Any]) -> None:
-    """Decode ``obj`` if it is a kind :mod:`drasched.api.foreign` translates (else nothing);
-    raises the API server's BadRequest, or Invalid for KAI's CRDs, as :func:`decode_as`."""
+def decode_foreign(obj: dict[str, Any]) -> bool:
+    """Decode ``obj`` if it is a kind :mod:`drasched.api.foreign` translates and say whether it
+    was; raises the API server's BadRequest, or Invalid for KAI's CRDs, as :func:`decode_as`."""
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     view = FOREIGN_VIEWS.get((api_version, kind)) if isinstance(api_version, str) and isinstance(kind, str) else None
     if view is None:
-        return
+        return False
     group, _, version = str(api_version).rpartition("/")
     decode_as(obj, struct_shape(view), kind=str(kind), group=group, version=version)
+    return True

@@ -224,13 +224,14 @@ def _translated(loaded: list[Loaded]) -> list[Loaded]:
 
 
 def _decode_if_known(item: Loaded) -> None:
-    """Decode an object of a kind drasched serves or translates (others are refused later)."""
+    """Decode an object of a kind drasched serves or translates; refuse any other kind."""
     try:
         try:
             rt = kinds.for_object(item.obj)
         except ApiError:
-            decode_foreign(item.obj)
-            return
+            if decode_foreign(item.obj):
+                return
+            raise
         decode_object(item.obj, rt)
     except ApiError as exc:
         raise _refusal(item, exc) from None

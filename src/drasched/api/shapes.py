@@ -29,8 +29,10 @@ from drasched.api.decode_views import (
     Lease,
     PodDisruptionBudget,
     PodSchedulingGate,
+    PodSchedulingGroup,
     ServiceAccount,
     Time,
+    WorkloadReference,
 )
 from drasched.api.kinds import ResourceType
 from drasched.api.models import View
@@ -97,6 +99,8 @@ SHAPE_OVERRIDES: dict[tuple[type[View], str], Any] = {
     (models.ExtendedResourceClaimAllocation, "allocation"): resource.AllocationResult,
     (models.ObjectMeta, "deletionGracePeriodSeconds"): int | None,
     (models.PodSpec, "schedulingGates"): list[PodSchedulingGate],
+    (models.PodSpec, "schedulingGroup"): PodSchedulingGroup | None,
+    (models.PodSpec, "workloadRef"): WorkloadReference | None,
     (models.PodSpec, "priority"): Int32 | None,
     (models.PriorityClass, "value"): Int32,
     (models.QueueSpec, "priority"): Int32,

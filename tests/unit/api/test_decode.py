@@ -284,3 +284,14 @@ def test_foreign_objects_are_decoded_before_translation(tmp_path: Path) -> None:
            "spec": {"resources": {"gpu": "lots"}}}
     with pytest.raises(ManifestError, match=r"document 0: Queue team: spec.resources.gpu: Invalid value: \"string\""):
         load_paths([str(write(tmp_path, kai))])
+
+
+def test_an_unknown_kind_is_refused_before_any_translation_reads_it(tmp_path: Path) -> None:
+    odd = {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": ["Queue"], "metadata": {"name": ["q"]}}
+    with pytest.raises(ManifestError, match=r"document 0: <list> <list>: Object 'Kind' is missing"):
+        load_paths([str(write(tmp_path, odd))])
+
+
+def test_the_gang_api_fields_of_a_pod_are_typed() -> None:
+    with pytest.raises(BadRequest, match=r"spec.schedulingGroup.podGroupName: expected string, got array"):
+        decode_object(pod(schedulingGroup={"podGroupName": ["g"]}))
