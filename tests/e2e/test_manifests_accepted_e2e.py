@@ -57,6 +57,39 @@ def expected_refusals(path: Path) -> tuple[str, ...]:
     return scn.stderr_contains if scn.exit_code else ()
 
 
+UPSTREAM_GANG_KINDS = {
+    "Workload": kinds.ResourceType("scheduling.k8s.io", "v1alpha2", "Workload", "workloads", True, has_status=False),
+    "PodGroup": kinds.ResourceType("scheduling.k8s.io", "v1alpha2", "PodGroup", "podgroups", True),
+}
+"""The upstream gang API as the 1.36 test server serves it (drasched reads these kinds through
+its translation to its own PodGroup, so they are not in its kinds registry)."""
+
+SERVED_HERE = {
+    ("resource.k8s.io/v1", "DeviceTaintRule"): "resource.k8s.io/v1beta2",
+    ("scheduling.k8s.io/v1beta1", "Workload"): "scheduling.k8s.io/v1alpha2",
+    ("scheduling.k8s.io/v1beta1", "PodGroup"): "scheduling.k8s.io/v1alpha2",
+}
+"""Kubernetes 1.37 objects the files hold, written in the version the 1.36 test server serves
+with the same shape (DeviceTaintRule v1 = v1beta2; the gang API's v1beta1 = v1alpha2)."""
+
+
+def served_here(obj: Obj) -> Obj:
+    version = SERVED_HERE.get((obj.get("apiVersion"), obj.get("kind")))
+    return {**obj, "apiVersion": version} if version else obj
+
+
+def resource_type(obj: Obj) -> kinds.ResourceType:
+    if str(obj.get("apiVersion", "")).startswith("scheduling.k8s.io/") and obj.get("kind") in UPSTREAM_GANG_KINDS:
+        return UPSTREAM_GANG_KINDS[obj["kind"]]
+    return kinds.for_object(obj)
+
+
+def order(obj: Obj) -> int:
+    """Dependency order; the upstream gang objects go just before the pods that join them."""
+    rt = resource_type(obj)
+    return kinds.order_index(kinds.POD) if rt in UPSTREAM_GANG_KINDS.values() else kinds.order_index(rt)
+
+
 def file_namespace(index: int, name: str) -> str:
     return f"f{index}-{name}"[:63].rstrip("-")
 
@@ -65,24 +98,32 @@ def isolated(objs: list[Obj], index: int) -> list[Obj]:
     """The file's objects with every namespace renamed to one of the file's own."""
     out = []
     for obj in objs:
-        obj = {**obj, "metadata": dict(obj.get("metadata") or {})}
-        rt = kinds.for_object(obj)
+        obj = served_here({**obj, "metadata": dict(obj.get("metadata") or {})})
+        rt = resource_type(obj)
         if rt is kinds.NAMESPACE:
             obj["metadata"]["name"] = file_namespace(index, obj["metadata"]["name"])
         elif rt.namespaced:
             obj["metadata"]["namespace"] = file_namespace(index, obj["metadata"].get("namespace") or "default")
         out.append(obj)
-    return sorted(out, key=lambda o: kinds.order_index(kinds.for_object(o)))
+    return sorted(out, key=lambda o: (order(o), o["kind"] == "Pod"))
+
+
+def _create(store: KubeStore, body: Obj) -> Obj:
+    rt = resource_type(body)
+    if rt in UPSTREAM_GANG_KINDS.values():
+        return store.request("POST", rt.api_path(body["metadata"].get("namespace")), body,
+                             params={"fieldValidation": "Strict"})
+    return store.create(body)
 
 
 def create_admitted(store: KubeStore, body: Obj) -> Obj:
     """Create ``body``, retried while an admission plugin's informer lags behind the file's classes."""
     for _ in range(ADMISSION_RETRIES):
         try:
-            return store.create(body)
+            return _create(store, body)
         except Forbidden:
             time.sleep(0.05)
-    return store.create(body)
+    return _create(store, body)
 
 
 def describe(obj: Obj) -> str:
@@ -94,7 +135,7 @@ def apply(store: KubeStore, objs: list[Obj]) -> list[str]:
     """Create every object (then its status); the refusals, each naming its object."""
     refusals: list[str] = []
     for obj in objs:
-        rt = kinds.for_object(obj)
+        rt = resource_type(obj)
         if rt is not kinds.NAMESPACE and rt.namespaced:
             ensure_namespace(store, obj["metadata"]["namespace"])
         body = {k: v for k, v in obj.items() if k != "status"}
@@ -111,7 +152,7 @@ def apply(store: KubeStore, objs: list[Obj]) -> list[str]:
 
 def remove_cluster_scoped(store: KubeStore, objs: list[Obj]) -> None:
     for obj in objs:
-        rt = kinds.for_object(obj)
+        rt = resource_type(obj)
         if not rt.namespaced and rt is not kinds.NAMESPACE:
             with contextlib.suppress(NotFound):
                 store.delete(rt, obj["metadata"]["name"], grace_period_seconds=0)
