@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -12,6 +13,7 @@ from typing import Any
 
 from drasched.api import kinds
 from drasched.api.errors import ApiError, NotFound
+from drasched.api.eventname import event_name
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time
 from drasched.serve.eventcorrelator import EventCorrelator
@@ -143,7 +145,8 @@ class LiveContext:
         ts = format_time(self.now())
         ev = {
             "apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": f"{md.get('name', 'object')}.",
+            # upstream's recorder: <object name>.<hex of the time in ns>, kept legal for long names
+            "metadata": {"name": event_name(str(md.get("name") or "object"), f"{time.time_ns():x}"),
                          "namespace": md.get("namespace") or "default"},
             "involvedObject": {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
                                "name": md.get("name"), "uid": md.get("uid"),

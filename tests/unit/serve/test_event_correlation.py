@@ -59,3 +59,18 @@ def test_the_cache_keeps_the_most_recent_keys() -> None:
     assert c.correlate(_event("m", "t", "a")).patch is None  # evicted: created anew
     again = c.correlate(_event("m", "t2", "c"))
     assert (again.name, again.patch) == ("c.1", {"count": 2, "lastTimestamp": "t2"})
+
+
+def test_an_event_about_a_pod_with_a_253_character_name_has_a_legal_name() -> None:
+    """upstream's recorder names Events <object>.<hex time>; for a name near the 253-character
+    limit that would be refused, so the object part is shortened (with a hash)."""
+    from drasched.serve.live import LiveContext
+    from drasched.serve.metrics import Metrics
+
+    store = _store()
+    name = "p" * 253
+    LiveContext(store, Metrics()).event({"apiVersion": "v1", "kind": "Pod",
+                                         "metadata": {"name": name, "namespace": "default", "uid": "u"}},
+                                        "Warning", "FailedScheduling", "no room")
+    (ev,) = store.list(kinds.EVENT, "default").items
+    assert len(ev["metadata"]["name"]) <= 253 and ev["involvedObject"]["name"] == name
