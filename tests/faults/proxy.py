@@ -84,6 +84,9 @@ class FaultProxy:
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
         length = int(h.headers.get("Content-Length") or 0)
         body = h.rfile.read(length) if length else b""
+        if len(body) < length:  # the connection was cut while the request came in
+            _reset(h)
+            return
         fault = self._pick(h.command)
         if fault == "delay":
             time.sleep(self.rng.uniform(0.05, self.max_delay))
@@ -117,8 +120,10 @@ class FaultProxy:
                 h.send_header("Transfer-Encoding", "chunked")
                 h.end_headers()
                 stream = (h, resp)
-                with self._lock:
-                    self._streams.add(stream)
+                watch = "watch=" in h.path  # only watches are cut by cut_streams
+                if watch:
+                    with self._lock:
+                        self._streams.add(stream)
                 try:
                     for chunk in resp.iter_raw():
                         if chunk:
@@ -136,7 +141,7 @@ class FaultProxy:
             return len(self._streams)
 
     def cut_streams(self) -> int:
-        """Reset every response still streaming (the open watches), as a restarted load
+        """Reset every open watch stream, as a restarted load
         balancer would; returns how many. Each client watch then resumes from its last
         resourceVersion."""
         with self._lock:
