@@ -19,9 +19,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from drasched.api import kinds
-from drasched.api.errors import Gone
+from drasched.api.errors import Gone, NotFound
 from drasched.api.kinds import ResourceType
-from drasched.store.base import ClusterStore
+from drasched.store.base import ClusterStore, ListResult
 from drasched.store.informer import KindFeed, SharedInformers
 
 Obj = dict[str, Any]
@@ -129,8 +129,11 @@ class SchedulerCache:
         was_enabled = gc.isenabled()
         gc.disable()  # filling a large cache with the collector on is ~8x slower (BENCHMARKS.md)
         try:
-            listed = store.list(rt)
-            fresh = {object_key(o): o for o in listed.items}
+            try:
+                listed: ListResult | None = store.list(rt)
+            except NotFound:  # a kind this server does not serve (an older or newer API version)
+                listed = None
+            fresh = {object_key(o): o for o in listed.items} if listed is not None else {}
         finally:
             if was_enabled:
                 gc.enable()
@@ -138,7 +141,7 @@ class SchedulerCache:
         changed = fresh.keys() != old.keys() or any(
             _rv_of(o) != _rv_of(old[k]) for k, o in fresh.items())
         self._objects[rt] = fresh
-        self._rv[rt] = listed.resource_version
+        self._rv[rt] = listed.resource_version if listed is not None else None  # unserved: asked again
         if changed:
             self._bump(rt)
         return changed
