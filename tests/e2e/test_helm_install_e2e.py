@@ -26,12 +26,12 @@ from tests.deploy.helm import by_kind, render
 from tests.e2e.test_serve_scenarios_e2e import (
     SCENARIOS,
     Serving,
-    expectations_without_kubelet,
     load,
     read_back,
-    wait_quiet,
+    scenario_problems,
+    settle_under_serve,
 )
-from tests.scenarios.runner import check_expectations, load_scenario
+from tests.scenarios.runner import load_scenario
 
 pytestmark = pytest.mark.e2e
 
@@ -106,22 +106,11 @@ def test_serve_scenario_as_the_charts_service_account(case: str, cluster: LocalC
     scn = load_scenario(SCENARIOS / case)
     uids = load(admin, scn)
     with service_account_store(cluster, admin) as sa:
-        with Serving(cluster, claims_only=True, store=sa) as claims:
-            wait_quiet(admin)
-        assert claims.error is None, claims.error
-        with Serving(cluster, store=sa) as serving:
-            wait_quiet(admin)
-        assert serving.error is None, serving.error
-    objects = read_back(admin)
+        settle_under_serve(cluster, store=sa)
     forbidden = [f"{e['involvedObject'].get('name')}: {e['message']}" for e in admin.list(kinds.EVENT).items
                  if "forbidden" in str(e.get("message", ""))]
     assert not forbidden, forbidden
-    filtered, bound = expectations_without_kubelet(scn, uids)
-    problems = check_expectations(filtered, objects)
-    for key in bound:
-        pod = objects.get(f"Pod:{key}")
-        if pod is not None and not (pod.get("spec") or {}).get("nodeName"):
-            problems.append(f"pod {key}: expected bound, not bound")
+    problems = scenario_problems(scn, uids, read_back(admin))
     assert not problems, f"{case}: {scn.description}\n" + "\n".join(problems)
 
 

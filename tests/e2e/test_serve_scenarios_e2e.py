@@ -298,6 +298,29 @@ def expectations_without_kubelet(scn: Scenario, uids: dict[str, str]) -> tuple[S
     return Scenario(scn.path, scn.description, expect, scn.manifests, scn.exit_code), bound
 
 
+def settle_under_serve(cluster: LocalCluster, store: KubeStore | None = None) -> None:
+    """The claim controller alone until quiet, then the whole serve loop until quiet, as
+    ``store``'s identity (default: the admin); a controller error fails the test."""
+    admin = cluster.store()
+    with Serving(cluster, claims_only=True, store=store) as claims:
+        wait_quiet(admin)
+    assert claims.error is None, claims.error
+    with Serving(cluster, store=store) as serving:
+        wait_quiet(admin)
+    assert serving.error is None, serving.error
+
+
+def scenario_problems(scn: Scenario, uids: dict[str, str], objects: dict[str, Obj]) -> list[str]:
+    """What the objects read back miss of the scenario's expectations (``Running`` read as bound)."""
+    filtered, bound = expectations_without_kubelet(scn, uids)
+    problems = check_expectations(filtered, objects)
+    for key in bound:
+        pod = objects.get(f"Pod:{key}")
+        if pod is not None and not (pod.get("spec") or {}).get("nodeName"):
+            problems.append(f"pod {key}: expected bound (Running once a kubelet starts it), not bound")
+    return problems
+
+
 # -------------------------------------------------------------------------------- the tests
 
 
@@ -307,17 +330,6 @@ def test_scenario_against_a_real_api_server(case: str, cluster: LocalCluster) ->
     assert scn.exit_code == 0, "only scenarios that load cleanly run here"
     store = cluster.store()
     uids = load(store, scn)
-    with Serving(cluster, claims_only=True) as claims:
-        wait_quiet(store)
-    assert claims.error is None, claims.error
-    with Serving(cluster) as serving:
-        wait_quiet(store)
-    assert serving.error is None, serving.error
-    objects = read_back(store)
-    filtered, bound = expectations_without_kubelet(scn, uids)
-    problems = check_expectations(filtered, objects)
-    for key in bound:
-        pod = objects.get(f"Pod:{key}")
-        if pod is not None and not (pod.get("spec") or {}).get("nodeName"):
-            problems.append(f"pod {key}: expected bound (Running once a kubelet starts it), not bound")
+    settle_under_serve(cluster)
+    problems = scenario_problems(scn, uids, read_back(store))
     assert not problems, f"{case}: {scn.description}\n" + "\n".join(problems)

@@ -20,7 +20,7 @@ from drasched.plan.anonymize import Renames, anonymize
 from drasched.plan.snapshot import take_snapshot, write_snapshot
 from drasched.sim.runner import simulate
 from drasched.testing.apiserver import LocalCluster
-from tests.e2e.test_serve_scenarios_e2e import SCENARIOS, Serving, load, wait_quiet
+from tests.e2e.test_serve_scenarios_e2e import SCENARIOS, load, settle_under_serve
 from tests.scenarios.runner import load_scenario
 
 pytestmark = pytest.mark.e2e
@@ -58,12 +58,7 @@ def test_a_simulated_snapshot_of_a_settled_cluster_moves_no_pod(case: str, clust
                                                                  tmp_path: Any) -> None:
     store = cluster.store()
     load(store, load_scenario(SCENARIOS / case))
-    with Serving(cluster, claims_only=True) as claims:
-        wait_quiet(store)
-    assert claims.error is None, claims.error
-    with Serving(cluster) as serving:
-        wait_quiet(store)
-    assert serving.error is None, serving.error
+    settle_under_serve(cluster)
 
     snapshot = take_snapshot(store)
     assert all("resourceVersion" not in o["metadata"] and "managedFields" not in o["metadata"] for o in snapshot)
@@ -96,11 +91,7 @@ def test_the_commands_read_a_live_cluster_explain_agrees_with_its_podscheduled_m
         cluster: LocalCluster, capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
     store = cluster.store()
     load(store, load_scenario(SCENARIOS / "scheduler/004-gang-all-or-nothing.yaml"))
-    with Serving(cluster, claims_only=True):
-        wait_quiet(store)
-    with Serving(cluster) as serving:
-        wait_quiet(store)
-    assert serving.error is None, serving.error
+    settle_under_serve(cluster)
     live = store.get(kinds.POD, "big-1", "default")
     message = next(c["message"] for c in live["status"]["conditions"] if c["type"] == "PodScheduled")
     assert main(["explain", "default/big-1", "--kubeconfig", cluster.kubeconfig_path]) == 0
