@@ -10,6 +10,12 @@ from pathlib import Path
 from drasched import __version__
 
 
+def _print_errors(errors: list[str]) -> None:
+    """The objects a run refused, one ``error:`` line each, on stderr."""
+    for line in errors:
+        print(f"error: {line}", file=sys.stderr)
+
+
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from drasched.api.manifest import ManifestError, dump_yaml, load_paths
     from drasched.sim.runner import SimulationError, simulate
@@ -32,8 +38,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             result = simulate([item.obj for item in loaded], sources=[item.where for item in loaded],
                               max_rounds=args.max_rounds, seed=args.seed)
     except SimulationError as exc:
-        for line in exc.errors:
-            print(f"error: {line}", file=sys.stderr)
+        _print_errors(exc.errors)
         print(f"error: {len(exc.errors)} object(s) rejected; nothing was simulated", file=sys.stderr)
         return 2
     objects = result.objects
@@ -188,8 +193,7 @@ def _cmd_what_if(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except SimulationError as exc:
-        for line in exc.errors:
-            print(f"error: {line}", file=sys.stderr)
+        _print_errors(exc.errors)
         return 2
     print("\n".join(comparison.lines()))
     return 0
@@ -214,8 +218,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except SimulationError as exc:
-        for line in exc.errors:
-            print(f"error: {line}", file=sys.stderr)
+        _print_errors(exc.errors)
         return 2
     return 0
 

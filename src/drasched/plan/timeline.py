@@ -15,7 +15,7 @@ from typing import Any
 
 from drasched.plan.outcome import device_counts, object_key
 from drasched.sim.clock import DEFAULT_START
-from drasched.sim.runner import SimResult, Simulation, _for_output
+from drasched.sim.runner import SimResult, Simulation
 
 Obj = dict[str, Any]
 
@@ -83,34 +83,21 @@ def run_sampled(objects: Sequence[Obj], *, sources: Sequence[str] | None = None,
     sim = Simulation(seed=seed)
     sim.load(objects, sources)
     timeline = Timeline(SimResult(sim.store, sim.ctx, 0, False))
-    quiescent = False
+    peak_used = -1
 
     def sample() -> None:
+        nonlocal peak_used
         current = sim.store.all_objects()
         s = _sample(_seconds(sim), current)
         timeline.samples.append(s)
-        if not timeline.peak_objects or s.devices_used > max(x.devices_used for x in timeline.samples[:-1]):
+        if s.devices_used > peak_used:
+            peak_used = s.devices_used
             timeline.peak_objects, timeline.peak_seconds = current, s.seconds
 
-    for _ in range(max_rounds):
-        sim.rounds += 1
-        progressed = False
-        for c in sim.controllers:
-            if c.reconcile(sim.ctx):
-                progressed = True
-        if progressed:
-            continue
-        sample()
-        wake = sim.ctx.next_wakeup()
-        if wake is None:
-            quiescent = True
-            break
-        sim.clock.advance_to(wake)
-    else:
-        sample()
-    result = SimResult(sim.store, sim.ctx, sim.rounds, quiescent)
-    result.objects = [_for_output(o) for o in sim.store.all_objects()]
-    timeline.result = result
+    quiescent = sim.run(max_rounds, on_quiet=sample)
+    if not quiescent:
+        sample()  # the round limit: the state it stopped in
+    timeline.result = sim.result(quiescent)
     return timeline
 
 

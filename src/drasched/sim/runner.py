@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,8 +91,17 @@ class Simulation:
     def load(self, objects: Sequence[Obj], sources: Sequence[str] | None = None) -> None:
         load_into(self.store, objects, sources)
 
-    def run(self, max_rounds: int = 100_000) -> bool:
-        """Run rounds until no controller has work left; False if ``max_rounds`` ran out first."""
+    def result(self, quiescent: bool) -> SimResult:
+        """The run's outcome: the final objects as output writes them, and the decisions."""
+        result = SimResult(self.store, self.ctx, self.rounds, quiescent)
+        result.objects = [_for_output(o) for o in self.store.all_objects()]
+        return result
+
+    def run(self, max_rounds: int = 100_000, on_quiet: Callable[[], None] | None = None) -> bool:
+        """Run rounds until no controller has work left; False if ``max_rounds`` ran out first.
+
+        ``on_quiet`` is called whenever every controller is idle, before virtual time moves on
+        (the HTML report samples the cluster there)."""
         for _ in range(max_rounds):
             self.rounds += 1
             progressed = False
@@ -101,6 +110,8 @@ class Simulation:
                     progressed = True
             if progressed:
                 continue
+            if on_quiet is not None:
+                on_quiet()
             wake = self.ctx.next_wakeup()
             if wake is None:
                 return True
@@ -119,10 +130,7 @@ def simulate(
     """Run the embedded control plane over ``objects`` until nothing is left to do."""
     sim = Simulation(controllers, seed=seed)
     sim.load(objects, sources)
-    quiescent = sim.run(max_rounds)
-    result = SimResult(sim.store, sim.ctx, sim.rounds, quiescent)
-    result.objects = [_for_output(o) for o in sim.store.all_objects()]
-    return result
+    return sim.result(sim.run(max_rounds))
 
 
 def _for_output(obj: Obj) -> Obj:
