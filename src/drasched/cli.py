@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -113,7 +114,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         run(store, build_controllers(args.enable_claim_controller, args.config, served_taint_rules(store)),
             metrics=metrics, elector=elector, period=args.period, stop=stop, health=health)
     except LeadershipLost:
-        return 1  # as kube-scheduler: exit, and come back as a standby
+        # as kube-scheduler (klog.Fatal): exit now, without waiting for writers still in flight
+        # (fenced, they write nothing), and come back as a standby
+        logging.shutdown()
+        os._exit(1)
     finally:
         server.shutdown()
         store.close()

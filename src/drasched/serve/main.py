@@ -328,12 +328,13 @@ def _run_threaded(
         done.set()
         leading.set()  # wake the threads that wait for leadership, so that they see `done`
         informers.stop(join_timeout=0)  # also wakes the threads that wait for a change
-        for t in threads:
-            t.join(60)
-        if elector is not None:
-            elector.release()
-        _close(controllers)
-        events.close()
+        if not lost:  # a lost lease ends at once, as kube-scheduler's: nothing to wait for or hand back
+            for t in threads:
+                t.join(60)
+            if elector is not None:
+                elector.release()
+            _close(controllers)
+            events.close()
         sys.setswitchinterval(switch_interval)
     if lost:
         raise LeadershipLost("leader election lost")
