@@ -15,7 +15,8 @@ For one BindRequest (``scheduling.drasched.io/v1alpha1``, named after the pod) a
 3. with ``extendedResourceClaimAllocation``: find (owner + annotation) or create the pod's
    extended-resource claim, allocate and reserve it, patch
    ``pod.status.extendedResourceClaimStatus``.
-4. binds through ``pods/binding``, then records ``Succeeded`` and a ``Scheduled`` event.
+4. binds through ``pods/binding``, then records ``Succeeded`` (unless ``record_success`` is
+   off) and a ``Scheduled`` event.
 
 Each step reads before it writes, so a restart after a crash between any two writes
 resumes where it stopped. Failures that no retry can fix roll back at once; others retry
@@ -25,9 +26,15 @@ allocations this bind wrote that nobody else holds (with their finalizer), delet
 extended-resource claim and clears the pod status field. A group's reservation stays while
 another member of the group is bound or being bound.
 
-BindRequests are kept after they finish: ``status.phase`` (``Succeeded``/``Failed``) tells
-the scheduler they no longer hold resources, and they remain in the decision record. A
-``Failed`` one is final: to place the pod again the scheduler replaces it (delete, create).
+BindRequests are kept after they finish. ``Failed`` in ``status.phase`` is final: to place
+the pod again the scheduler replaces it (delete, create). Success needs no record of its
+own: the pod's binding is the record (the scheduler counts a BindRequest only while its pod
+is unbound, and an attempt that finds the pod on ``selectedNode`` is done), so
+``drasched serve`` skips the ``Succeeded`` status write, one API write per pod
+(``record_success=False``; the BindRequest goes with its pod, its owner, through garbage
+collection). ``drasched simulate`` keeps it, for the output's record. A pod found already
+bound by an earlier attempt or process gets no second ``Scheduled`` event, so a restarted
+binder that walks the old BindRequests writes nothing for them.
 """
 
 from __future__ import annotations
@@ -148,8 +155,10 @@ class Binder:
         max_attempts: int = 5,
         backoff: Backoff | None = None,
         name: str = "binder",
+        record_success: bool = True,
     ) -> None:
         self.store = store
+        self.record_success = record_success
         self.recorder = recorder
         self.decisions = decisions
         self.max_attempts = max_attempts
@@ -190,7 +199,7 @@ class Binder:
             return self._fail(req, BindFailure(status.get("reason") or "BindFailed", cause), attempts, now)
         attempts += 1
         try:
-            pod = self._attempt(req, format_time(now))
+            pod, already = self._attempt(req, format_time(now))
         except BindFailure as f:
             if f.permanent or attempts >= self.max_attempts:
                 return self._fail(req, f, attempts, now)
@@ -205,20 +214,26 @@ class Binder:
                 return self._fail(req, transient, attempts, now)
             return self._retry(req, transient, attempts, now)
         message = f"Successfully assigned {req.key} to {req.node}"
-        out = self._record(br, SUCCEEDED, "Bound", message, attempts)
-        if self.recorder is not None and pod is not None:
+        if self.record_success:
+            out = self._record(br, SUCCEEDED, "Bound", message, attempts)
+        else:
+            out = BindOutcome(req.br_key, SUCCEEDED, "Bound", message, attempts)
+        if already and not self.record_success:
+            return out  # done before (the binding is the record): nothing new to tell
+        if self.recorder is not None:
             self.recorder.event(pod, "Normal", "Scheduled", message)
         self._decide("bind", br, message)
         return out
 
     # ---- one attempt -------------------------------------------------------------------
 
-    def _attempt(self, req: _Request, timestamp: str) -> Obj:
-        """Steps 1-4 of the module docstring; returns the pod as last read."""
+    def _attempt(self, req: _Request, timestamp: str) -> tuple[Obj, bool]:
+        """Steps 1-4 of the module docstring; returns the pod as last read, and whether it
+        was bound to ``selectedNode`` before this attempt wrote anything."""
         pod = self._get_pod(req)
         bound = (pod.get("spec") or {}).get("nodeName")
         if bound == req.node:
-            return pod  # bound by an earlier attempt that did not live to record it
+            return pod, True  # bound by an earlier attempt that did not live to record it
         if bound:
             raise BindFailure("PodBoundElsewhere", f"pod {req.key} is already assigned to node {bound}")
         try:
@@ -240,12 +255,12 @@ class Binder:
             pod = self._get_pod(req)  # gone or replaced raises; bound by us in a lost answer is fine
             bound = (pod.get("spec") or {}).get("nodeName")
             if bound == req.node:
-                return pod
+                return pod, False
             if bound:
                 raise BindFailure("PodBoundElsewhere",
                                   f"pod {req.key} is already assigned to node {bound}") from None
             raise
-        return pod
+        return pod, False
 
     def _get_pod(self, req: _Request) -> Obj:
         try:

@@ -10,7 +10,7 @@ from typing import Any
 
 from drasched.api import kinds
 from drasched.api.errors import Gone, NotFound
-from drasched.binder.binder import TERMINAL, Backoff, Binder, BindOutcome
+from drasched.binder.binder import SUCCEEDED, TERMINAL, Backoff, Binder, BindOutcome
 from drasched.control import ControllerContext
 from drasched.store.informer import KindFeed, clone
 
@@ -31,12 +31,18 @@ class BinderController:
     shared BindRequest feed and binds up to ``workers`` pods at once: one bind is several
     round trips to the API server, and doing them one by one would cap throughput at the
     latency of a round trip, not at what the server can take.
+
+    With ``record_success`` off (``drasched serve``) a bound pod's BindRequest keeps no
+    phase, so the controller itself remembers which versions it finished: they are not
+    handed to a worker again, not even after a relist.
     """
 
     name = "binder"
 
-    def __init__(self, *, max_attempts: int = 5, backoff: Backoff | None = None, workers: int = 16) -> None:
+    def __init__(self, *, max_attempts: int = 5, backoff: Backoff | None = None, workers: int = 16,
+                 record_success: bool = True) -> None:
         self.max_attempts = max_attempts
+        self.record_success = record_success
         self.backoff = backoff
         self.workers = workers
         self._binder: Binder | None = None
@@ -54,15 +60,18 @@ class BinderController:
         self._retries: list[tuple[datetime, _Key]] = []
         self._ready: set[_Key] = set()
         """Requests to look at in the next round: new or changed in the feed, back from a worker."""
+        self._done: dict[_Key, str | None] = {}
+        """Requests bound without a status write: the resourceVersion they were finished at."""
 
     def _binder_for(self, ctx: ControllerContext) -> Binder:
         if self._binder is None or self._store is not ctx.store:
             informers = ctx.informers
             self._binder = Binder(ctx.cached_reads(CACHED_READS), recorder=ctx, decisions=ctx,
-                                  max_attempts=self.max_attempts, backoff=self.backoff, name=self.name)
+                                  max_attempts=self.max_attempts, backoff=self.backoff, name=self.name,
+                                  record_success=self.record_success)
             self._store, self._rv, self._pending = ctx.store, None, set()
             self._feed = informers.feed(kinds.BIND_REQUEST) if informers is not None else None
-            self._cursor, self._cached = None, {}
+            self._cursor, self._cached, self._done = None, {}, {}
         return self._binder
 
     def _sync(self, ctx: ControllerContext) -> None:
@@ -79,7 +88,10 @@ class BinderController:
                     if ev.type == "BOOKMARK":
                         continue
                     key = (md.get("namespace", ""), md.get("name", ""))
-                    if ev.type == "DELETED" or (ev.object.get("status") or {}).get("phase") in TERMINAL:
+                    if ev.type == "DELETED":
+                        self._done.pop(key, None)
+                    if ev.type == "DELETED" or (ev.object.get("status") or {}).get("phase") in TERMINAL \
+                            or self._finished(key, ev.object):
                         self._pending.discard(key)
                     else:
                         self._pending.add(key)
@@ -90,7 +102,8 @@ class BinderController:
         self._pending = {
             (b["metadata"]["namespace"], b["metadata"]["name"])
             for b in listed.items
-            if (b.get("status") or {}).get("phase") not in TERMINAL
+            if (b.get("status") or {}).get("phase") not in TERMINAL and not self._finished(
+                (b["metadata"]["namespace"], b["metadata"]["name"]), b)
         }
         self._rv = listed.resource_version
 
@@ -102,10 +115,13 @@ class BinderController:
         if delta.full is not None:
             self._pending, self._cached, self._ready = set(), {}, set()
             changed: dict[_Key, Any] = dict(delta.full)
+            self._done = {k: rv for k, rv in self._done.items() if k in changed}  # gone while not watched
         else:
             changed = dict(delta.changed)
         for key, br in changed.items():
-            if br is None or (br.get("status") or {}).get("phase") in TERMINAL:
+            if br is None:
+                self._done.pop(key, None)
+            if br is None or (br.get("status") or {}).get("phase") in TERMINAL or self._finished(key, br):
                 self._pending.discard(key)
                 self._cached.pop(key, None)
                 self._submitted.pop(key, None)
@@ -130,6 +146,9 @@ class BinderController:
             if out is None:
                 continue
             progressed = True
+            if out.phase == SUCCEEDED and not self.record_success:
+                self._finish((ns, name), br["metadata"].get("resourceVersion"))
+                continue
             if out.retry_at is not None:
                 ctx.wake_at(out.retry_at)
         return progressed
@@ -157,6 +176,15 @@ class BinderController:
                 self._later(ctx, key, now + timedelta(seconds=1))
                 continue
             out = future.result()
+            if out is not None and out.phase == SUCCEEDED and not self.record_success:
+                progressed = True
+                self._finish(key, self._submitted.get(key))
+                if self._finished(key, self._cached.get(key) or {}):  # not replaced meanwhile
+                    self._pending.discard(key)
+                    self._cached.pop(key, None)
+                    self._ready.discard(key)
+                    self._submitted.pop(key, None)
+                continue
             if out is not None:
                 progressed = True
                 if out.retry_at is not None:
@@ -185,6 +213,14 @@ class BinderController:
             self._retry_at.pop(key, None)
             self._in_flight[key] = self._pool.submit(binder.process, clone(br), now)
         return progressed
+
+    def _finish(self, key: _Key, rv: str | None) -> None:
+        """``key`` at ``rv`` is bound and nothing was written to say so: remember it."""
+        self._done[key] = rv
+
+    def _finished(self, key: _Key, br: dict[str, Any]) -> bool:
+        """Whether ``br`` is a version this controller already bound (``_finish``)."""
+        return key in self._done and self._done[key] == (br.get("metadata") or {}).get("resourceVersion")
 
     def _later(self, ctx: ControllerContext, key: _Key, when: datetime) -> None:
         """Look at ``key`` again at ``when`` (a backoff)."""

@@ -16,6 +16,7 @@ from tests.unit.binder.helpers import (
     NS,
     Crash,
     FaultyStore,
+    Recorder,
     add_bind_request,
     add_claim,
     add_pod,
@@ -67,29 +68,51 @@ def claim_taken(store: Any) -> Hook | None:
     return None
 
 
-def reference(setup: Setup) -> tuple[dict[str, Any], list[str]]:
+def reference(setup: Setup, record_success: bool = True) -> tuple[dict[str, Any], list[str]]:
     store, clock = make_store()
     faulty = FaultyStore(store, hook=setup(store))
-    run_to_end(make_binder(faulty), store, "p", clock)
+    run_to_end(make_binder(faulty, record_success=record_success), store, "p", clock)
     return snapshot(store), faulty.writes
 
 
 SCENARIOS = {"bind": bind_two_claims_and_extended, "refused": bind_refused, "claim-taken": claim_taken}
 
 
+@pytest.mark.parametrize("record_success", [True, False], ids=["simulate", "serve-no-success-status"])
 @pytest.mark.parametrize("after", [False, True], ids=["before-write", "after-write"])
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_crash_at_every_write_then_restart_converges(name: str, after: bool) -> None:
+def test_crash_at_every_write_then_restart_converges(name: str, after: bool, record_success: bool) -> None:
     setup = SCENARIOS[name]
-    want, writes = reference(setup)
+    want, writes = reference(setup, record_success)
     assert len(writes) >= 5, writes  # the sweep must cover a real sequence of steps
     for at in range(len(writes)):
         store, clock = make_store()
         hook = setup(store)
         with pytest.raises(Crash):
-            make_binder(FaultyStore(store, at=at, after=after, hook=hook)).process(get_br(store, "p"), clock.now())
-        run_to_end(make_binder(FaultyStore(store, hook=hook)), store, "p", clock)  # the restarted binder
+            make_binder(FaultyStore(store, at=at, after=after, hook=hook),
+                        record_success=record_success).process(get_br(store, "p"), clock.now())
+        restarted = make_binder(FaultyStore(store, hook=hook), record_success=record_success)
+        run_to_end(restarted, store, "p", clock)
         assert snapshot(store) == want, f"crash {'after' if after else 'before'} write {at}: {writes[at]}"
+
+
+def test_without_the_success_status_a_bind_writes_one_request_less_and_a_restart_writes_nothing() -> None:
+    """serve's binder (``record_success=False``): the binding is the record of success."""
+    recorded, recorded_writes = reference(bind_two_claims_and_extended)
+    lean, lean_writes = reference(bind_two_claims_and_extended, record_success=False)
+    assert recorded_writes == [*lean_writes, "update_status:BindRequest/p"]
+    assert lean["brs"]["p"] == (None, None)
+    assert {k: v for k, v in lean.items() if k != "brs"} == {k: v for k, v in recorded.items() if k != "brs"}
+
+    store, clock = make_store()
+    bind_two_claims_and_extended(store)
+    rec = Recorder()
+    run_to_end(make_binder(store, rec, record_success=False), store, "p", clock)
+    assert [e[2] for e in rec.events] == ["Scheduled"]
+    restarted, rec2 = FaultyStore(store), Recorder()
+    out = make_binder(restarted, rec2, record_success=False).process(get_br(store, "p"), clock.now())
+    assert out is not None and out.phase == "Succeeded"
+    assert restarted.writes == [] and rec2.events == [] and rec2.decisions == []  # no second Scheduled event
 
 
 def test_reference_outcomes_are_what_a_bind_and_a_rollback_should_be() -> None:
