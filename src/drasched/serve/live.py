@@ -26,22 +26,28 @@ log = logging.getLogger("drasched")
 
 
 class EventWriter:
-    """Writes Events from background threads, as client-go's recorder does.
+    """Writes Events from background threads, as client-go's recorder does, each through
+    the :class:`EventCorrelator` (aggregated, counted, spam-filtered).
 
     An Event is best effort, and a round trip per Event on a control loop's thread would
     cap scheduling throughput at the API server's latency. A full queue drops the Event
     with a warning rather than stall the loop; :meth:`close` writes what is queued first.
+    ``writers=0`` writes on the caller's thread (the single-threaded serve loop).
     """
 
-    def __init__(self, store: ClusterStore, writers: int = 2, queue_size: int = 10_000) -> None:
+    def __init__(self, store: ClusterStore, writers: int = 2, queue_size: int = 10_000,
+                 correlator: EventCorrelator | None = None) -> None:
         self.store = store
         self._queue: queue.Queue[Obj | None] = queue.Queue(queue_size)
-        self.correlator = EventCorrelator()
+        self.correlator = correlator or EventCorrelator()
         self._threads = [threading.Thread(target=self._run, name=f"events-{i}", daemon=True) for i in range(writers)]
         for t in self._threads:
             t.start()
 
     def put(self, ev: Obj) -> None:
+        if not self._threads:
+            self._write(ev)
+            return
         try:
             self._queue.put_nowait(ev)
         except queue.Full:
@@ -64,19 +70,21 @@ class EventWriter:
     def _write(self, ev: Obj) -> None:
         """Create the Event, or count one more of an Event already written (client-go's correlator)."""
         c = self.correlator.correlate(ev)
+        if c.skip:  # the source's budget of Events about this object is spent (client-go's spam filter)
+            return
         if c.patch is not None:
             try:
                 self.store.patch(kinds.EVENT, c.name, c.namespace, c.patch)
                 return
             except NotFound:  # expired by the server's event TTL: write it anew
-                self.correlator.forget(ev)
+                self.correlator.forget(c.event, c.key)
             except ApiError as exc:
                 log.warning("could not update event %s on %s: %s", ev.get("reason"),
                             (ev.get("involvedObject") or {}).get("name"), exc)
                 return
-        stored = create_event(self.store, ev)
+        stored = create_event(self.store, c.event)
         if stored is not None:
-            self.correlator.created(ev, stored)
+            self.correlator.created(c.event, stored, c.key)
 
     def flush(self) -> None:
         """Wait until every queued Event is written."""
@@ -114,6 +122,7 @@ class LiveContext:
     metrics: Metrics
     wakeups: set[datetime] = field(default_factory=set)
     events: EventWriter | None = None
+    """Where Events go; by default written on the caller's thread, through a correlator."""
 
     @property
     def informers(self) -> SharedInformers | None:
@@ -156,6 +165,5 @@ class LiveContext:
             "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
         }
         if self.events is None:
-            create_event(self.store, ev)
-        else:
-            self.events.put(ev)
+            self.events = EventWriter(self.store, writers=0)
+        self.events.put(ev)

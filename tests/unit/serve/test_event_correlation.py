@@ -74,3 +74,62 @@ def test_an_event_about_a_pod_with_a_253_character_name_has_a_legal_name() -> No
                                         "Warning", "FailedScheduling", "no room")
     (ev,) = store.list(kinds.EVENT, "default").items
     assert len(ev["metadata"]["name"]) <= 253 and ev["involvedObject"]["name"] == name
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _sync_writer(store: MemoryStore, clock: _Clock) -> EventWriter:
+    return EventWriter(store, writers=0, correlator=EventCorrelator(clock=clock))
+
+
+def test_similar_events_are_combined_from_the_tenth_distinct_message_in_ten_minutes() -> None:
+    """client-go events_cache.go: defaultAggregateMaxEvents 10 in defaultAggregateIntervalInSeconds 600,
+    message "(combined from similar events): " + the message, counted under the group's key."""
+    store, clock = _store(), _Clock()
+    w = _sync_writer(store, clock)
+    for i in range(12):
+        w.put(_event(f"0/{i} nodes are available", "2026-01-01T00:00:00Z"))
+        clock.now += 1
+    events = store.list(kinds.EVENT, "default").items
+    plain = [e for e in events if not e["message"].startswith("(combined")]
+    (combined,) = [e for e in events if e["message"].startswith("(combined from similar events): ")]
+    assert len(plain) == 9 and combined["count"] == 3  # the 10th, 11th and 12th
+    assert combined["message"] == "(combined from similar events): 0/9 nodes are available"
+
+    clock.now += 601  # the group was quiet for longer than the interval: messages count afresh
+    w.put(_event("0/99 nodes are available", "2026-01-01T00:20:00Z"))
+    assert len(store.list(kinds.EVENT, "default").items) == 11
+
+
+def test_a_source_writes_at_most_25_events_about_one_object_then_one_per_5_minutes() -> None:
+    """client-go events_cache.go: defaultSpamBurst 25, defaultSpamQPS 1/300 per source + object."""
+    store, clock = _store(), _Clock()
+    w = _sync_writer(store, clock)
+    for _ in range(40):
+        w.put(_event("m", "2026-01-01T00:00:00Z"))
+    (ev,) = store.list(kinds.EVENT, "default").items
+    assert ev["count"] == 25  # one create and 24 patches; the other 15 were dropped
+    w.put(_event("m", "2026-01-01T00:00:00Z", name="other"))  # another object has its own budget
+    assert len(store.list(kinds.EVENT, "default").items) == 2
+    clock.now += 300
+    w.put(_event("m", "2026-01-01T00:05:00Z"))
+    assert store.get(kinds.EVENT, ev["metadata"]["name"], "default")["count"] == 41  # counted while dropped
+
+
+def test_the_single_threaded_serve_loop_counts_repeated_events_too() -> None:
+    from drasched.serve.live import LiveContext
+    from drasched.serve.metrics import Metrics
+
+    store = _store()
+    ctx = LiveContext(store, Metrics())  # no EventWriter given: Events are written on this thread
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default", "uid": "u"}}
+    for _ in range(3):
+        ctx.event(pod, "Warning", "FailedScheduling", "no room")
+    (ev,) = store.list(kinds.EVENT, "default").items
+    assert ev["count"] == 3
