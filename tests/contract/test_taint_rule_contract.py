@@ -2,8 +2,8 @@
 refuses, naming the same fields (pkg/apis/resource/validation ``ValidateDeviceTaintRule``),
 and both default ``timeAdded`` (``SetDefaults_DeviceTaint``).
 
-The test server (Kubernetes 1.36) serves DeviceTaintRule as ``resource.k8s.io/v1beta2``
-(feature gate DRADeviceTaintRules), with v1's shape; drasched reads that version as v1.
+The server's rules are written in the version it serves: ``resource.k8s.io/v1`` on 1.37 (GA);
+on 1.36 ``v1beta2`` (feature gate DRADeviceTaintRules), v1's shape, which drasched reads as v1.
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ from drasched.testing.apiserver import LocalCluster
 pytestmark = pytest.mark.e2e
 
 Obj = dict[str, Any]
-V1BETA2_PATH = "/apis/resource.k8s.io/v1beta2/devicetaintrules"
+
+
+def served_path(cluster: LocalCluster) -> str:
+    return f"/apis/{cluster.served.taint_rule}/devicetaintrules"
 
 
 def rule(name: str) -> Obj:
@@ -65,7 +68,8 @@ def test_memory_store_refuses_what_the_server_refuses(local_cluster: LocalCluste
     name = f"{case}-{uuid.uuid4().hex[:6]}"
     bad = _mutate(rule(name), path, value)
     with pytest.raises(Invalid) as server:
-        local_cluster.store().request("POST", V1BETA2_PATH, {**bad, "apiVersion": "resource.k8s.io/v1beta2"})
+        local_cluster.store().request("POST", served_path(local_cluster),
+                                      {**bad, "apiVersion": local_cluster.served.taint_rule})
     with pytest.raises(Invalid) as ours:
         MemoryStore().create(bad)
     assert _fields(ours.value) == _fields(server.value), (server.value.message, ours.value.message)
@@ -73,8 +77,8 @@ def test_memory_store_refuses_what_the_server_refuses(local_cluster: LocalCluste
 
 def test_both_accept_a_valid_rule_and_default_time_added(local_cluster: LocalCluster) -> None:
     name = f"ok-{uuid.uuid4().hex[:6]}"
-    beta = {**rule(name), "apiVersion": "resource.k8s.io/v1beta2"}
-    stored = local_cluster.store().request("POST", V1BETA2_PATH, beta)
+    served = {**rule(name), "apiVersion": local_cluster.served.taint_rule}
+    stored = local_cluster.store().request("POST", served_path(local_cluster), served)
     ours = MemoryStore().create(rule(name))
     assert stored["spec"]["taint"]["timeAdded"] and ours["spec"]["taint"]["timeAdded"]
     for obj in (stored, ours):

@@ -7,8 +7,8 @@ pod stays with ``deletionTimestamp`` set (a bound pod is deleted gracefully) and
 claim until a kubelet would finish it; what the controller writes is checked: the
 ``DisruptionTarget`` condition, the Event, the deletion, the rule's status.
 
-The test server is Kubernetes 1.36: it serves DeviceTaintRule as ``resource.k8s.io/v1beta2``
-(v1's shape), so rules are created in that version and serve finds it by discovery.
+Rules are created in the version the test server serves (``resource.k8s.io/v1`` on 1.37;
+``v1beta2``, v1's shape, on 1.36) and serve finds that version by discovery.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from drasched.api import kinds
 from drasched.api.meta import parse_time
 from drasched.serve.main import build_controllers, run, served_taint_rules
 from drasched.testing.apiserver import LocalCluster
+from drasched.testing.served import as_served
 from tests.e2e.test_serve_scenarios_e2e import SCENARIOS, Serving, load, wait_quiet
 from tests.scenarios.runner import Scenario, load_scenario
 
@@ -58,10 +59,15 @@ def test_serve_evicts_the_pod_on_a_device_tainted_noexecute_in_its_slice(cluster
     assert slice_taint["timeAdded"], "the server stamps timeAdded, from which tolerationSeconds count"
 
 
-def _serve_until_quiet(store: Any) -> None:
+def _rules_kind(cluster: LocalCluster) -> kinds.ResourceType:
+    """The DeviceTaintRule resource of the test server's release."""
+    return kinds.for_object({"apiVersion": cluster.served.taint_rule, "kind": "DeviceTaintRule"})
+
+
+def _serve_until_quiet(cluster: LocalCluster, store: Any) -> None:
     """serve's loop with the claim controller and the rules in the version the server serves."""
     rules_kind = served_taint_rules(store)
-    assert rules_kind is kinds.DEVICE_TAINT_RULE_V1BETA2
+    assert rules_kind is _rules_kind(cluster)
     stop, errors = threading.Event(), []
 
     def serve() -> None:
@@ -80,23 +86,20 @@ def _serve_until_quiet(store: Any) -> None:
     assert not errors, errors
 
 
-def _as_v1beta2(manifests: list[dict[str, Any]]) -> None:
-    for obj in manifests:
-        if obj["kind"] == "DeviceTaintRule":
-            obj["apiVersion"] = "resource.k8s.io/v1beta2"
+def _as_served(cluster: LocalCluster, manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [as_served(obj, cluster.served) for obj in manifests]
 
 
-def test_serve_reads_v1beta2_rules_on_a_136_server_and_evicts(cluster: LocalCluster) -> None:
+def test_serve_reads_the_served_rules_and_evicts(cluster: LocalCluster) -> None:
     scn = load_scenario(SCENARIOS / "taints/001-noexecute-rule-evicts-running-pod.yaml")
-    _as_v1beta2(scn.manifests)
     store = cluster.store()
-    load(store, scn)
-    _serve_until_quiet(store)
+    load(store, Scenario(Path(scn.path), scn.description, {}, _as_served(cluster, scn.manifests)))
+    _serve_until_quiet(cluster, store)
     pod = store.get(kinds.POD, "trainer", "default")
     assert pod["metadata"].get("deletionTimestamp")
     assert any(c["type"] == "DisruptionTarget" and c["reason"] == "DeletionByDeviceTaintManager"
                for c in pod["status"]["conditions"])
-    rule = store.get(kinds.DEVICE_TAINT_RULE_V1BETA2, "broken-gpu")
+    rule = store.get(_rules_kind(cluster), "broken-gpu")
     (cond,) = rule["status"]["conditions"]
     assert (cond["type"], cond["status"], cond["reason"], cond["message"]) == (
         "EvictionInProgress", "False", "Completed", "1 pod evicted since starting the controller.")
@@ -110,16 +113,15 @@ def test_serve_places_a_tolerating_pod_and_evicts_it_after_toleration_seconds(cl
     for obj in (o for o in manifests if o["kind"] == "ResourceClaim"):
         for req in obj["spec"]["devices"]["requests"]:
             req["exactly"]["tolerations"][0]["tolerationSeconds"] = 2
-    _as_v1beta2(manifests)
     store = cluster.store()
-    load(store, Scenario(Path(scn.path), scn.description, {}, manifests))
-    _serve_until_quiet(store)
+    load(store, Scenario(Path(scn.path), scn.description, {}, _as_served(cluster, manifests)))
+    _serve_until_quiet(cluster, store)
     claim = store.get(kinds.RESOURCE_CLAIM, "long-gpu", "default")
     results = claim["status"]["allocation"]["devices"]["results"]
     assert results[0]["tolerations"][0]["tolerationSeconds"] == 2  # copied into the result
     pod = store.get(kinds.POD, "long", "default")
     assert pod["spec"].get("nodeName") == "n1" and pod["metadata"].get("deletionTimestamp")
     (cond,) = [c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget"]
-    rule = store.get(kinds.DEVICE_TAINT_RULE_V1BETA2, "maintenance")
+    rule = store.get(_rules_kind(cluster), "maintenance")
     added = parse_time(rule["spec"]["taint"]["timeAdded"])
     assert parse_time(cond["lastTransitionTime"]) >= added + timedelta(seconds=2)

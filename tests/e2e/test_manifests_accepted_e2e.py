@@ -30,6 +30,7 @@ from drasched.api.errors import ApiError, Forbidden, NotFound
 from drasched.api.manifest import MANIFEST_SUFFIXES, parse_documents
 from drasched.store.kube import KubeStore
 from drasched.testing.apiserver import LocalCluster, ensure_namespace
+from drasched.testing.served import ServedApis, as_served, is_gang
 from tests.scenarios.runner import load_scenario
 
 pytestmark = pytest.mark.e2e
@@ -57,73 +58,61 @@ def expected_refusals(path: Path) -> tuple[str, ...]:
     return scn.stderr_contains if scn.exit_code else ()
 
 
-UPSTREAM_GANG_KINDS = {
-    "Workload": kinds.ResourceType("scheduling.k8s.io", "v1alpha2", "Workload", "workloads", True, has_status=False),
-    "PodGroup": kinds.ResourceType("scheduling.k8s.io", "v1alpha2", "PodGroup", "podgroups", True),
-}
-"""The upstream gang API as the 1.36 test server serves it (drasched reads these kinds through
-its translation to its own PodGroup, so they are not in its kinds registry)."""
-
-SERVED_HERE = {
-    ("resource.k8s.io/v1", "DeviceTaintRule"): "resource.k8s.io/v1beta2",
-    ("scheduling.k8s.io/v1beta1", "Workload"): "scheduling.k8s.io/v1alpha2",
-    ("scheduling.k8s.io/v1beta1", "PodGroup"): "scheduling.k8s.io/v1alpha2",
-}
-"""Kubernetes 1.37 objects the files hold, written in the version the 1.36 test server serves
-with the same shape (DeviceTaintRule v1 = v1beta2; the gang API's v1beta1 = v1alpha2)."""
+def gang_kind(kind: str, served: ServedApis) -> kinds.ResourceType:
+    """The upstream gang API's kinds in the version the test server serves (drasched reads them
+    through its translation to its own PodGroup, so they are not in its kinds registry)."""
+    version = served.gang.rpartition("/")[2]
+    if kind == "Workload":
+        return kinds.ResourceType("scheduling.k8s.io", version, "Workload", "workloads", True, has_status=False)
+    return kinds.ResourceType("scheduling.k8s.io", version, "PodGroup", "podgroups", True)
 
 
-def served_here(obj: Obj) -> Obj:
-    version = SERVED_HERE.get((obj.get("apiVersion"), obj.get("kind")))
-    return {**obj, "apiVersion": version} if version else obj
-
-
-def resource_type(obj: Obj) -> kinds.ResourceType:
-    if str(obj.get("apiVersion", "")).startswith("scheduling.k8s.io/") and obj.get("kind") in UPSTREAM_GANG_KINDS:
-        return UPSTREAM_GANG_KINDS[obj["kind"]]
+def resource_type(obj: Obj, served: ServedApis) -> kinds.ResourceType:
+    if is_gang(obj):
+        return gang_kind(obj["kind"], served)
     return kinds.for_object(obj)
 
 
-def order(obj: Obj) -> int:
+def order(obj: Obj, served: ServedApis) -> int:
     """Dependency order; the upstream gang objects go just before the pods that join them."""
-    rt = resource_type(obj)
-    return kinds.order_index(kinds.POD) if rt in UPSTREAM_GANG_KINDS.values() else kinds.order_index(rt)
+    return kinds.order_index(kinds.POD) if is_gang(obj) else kinds.order_index(resource_type(obj, served))
 
 
 def file_namespace(index: int, name: str) -> str:
     return f"f{index}-{name}"[:63].rstrip("-")
 
 
-def isolated(objs: list[Obj], index: int) -> list[Obj]:
-    """The file's objects with every namespace renamed to one of the file's own."""
+def isolated(objs: list[Obj], index: int, served: ServedApis) -> list[Obj]:
+    """The file's objects with every namespace renamed to one of the file's own, each kind
+    written in the version the test server serves (1.37 objects on a 1.36 server, and back)."""
     out = []
     for obj in objs:
-        obj = served_here({**obj, "metadata": dict(obj.get("metadata") or {})})
-        rt = resource_type(obj)
+        obj = as_served({**obj, "metadata": dict(obj.get("metadata") or {})}, served)
+        rt = resource_type(obj, served)
         if rt is kinds.NAMESPACE:
             obj["metadata"]["name"] = file_namespace(index, obj["metadata"]["name"])
         elif rt.namespaced:
             obj["metadata"]["namespace"] = file_namespace(index, obj["metadata"].get("namespace") or "default")
         out.append(obj)
-    return sorted(out, key=lambda o: (order(o), o["kind"] == "Pod"))
+    return sorted(out, key=lambda o: (order(o, served), o["kind"] == "Pod"))
 
 
-def _create(store: KubeStore, body: Obj) -> Obj:
-    rt = resource_type(body)
-    if rt in UPSTREAM_GANG_KINDS.values():
+def _create(store: KubeStore, body: Obj, served: ServedApis) -> Obj:
+    if is_gang(body):
+        rt = resource_type(body, served)
         return store.request("POST", rt.api_path(body["metadata"].get("namespace")), body,
                              params={"fieldValidation": "Strict"})
     return store.create(body)
 
 
-def create_admitted(store: KubeStore, body: Obj) -> Obj:
+def create_admitted(store: KubeStore, body: Obj, served: ServedApis) -> Obj:
     """Create ``body``, retried while an admission plugin's informer lags behind the file's classes."""
     for _ in range(ADMISSION_RETRIES):
         try:
-            return _create(store, body)
+            return _create(store, body, served)
         except Forbidden:
             time.sleep(0.05)
-    return _create(store, body)
+    return _create(store, body, served)
 
 
 def describe(obj: Obj) -> str:
@@ -131,16 +120,16 @@ def describe(obj: Obj) -> str:
     return f"{obj['kind']} {md['namespace'] + '/' if md.get('namespace') else ''}{md.get('name')}"
 
 
-def apply(store: KubeStore, objs: list[Obj]) -> list[str]:
+def apply(store: KubeStore, objs: list[Obj], served: ServedApis) -> list[str]:
     """Create every object (then its status); the refusals, each naming its object."""
     refusals: list[str] = []
     for obj in objs:
-        rt = resource_type(obj)
+        rt = resource_type(obj, served)
         if rt is not kinds.NAMESPACE and rt.namespaced:
             ensure_namespace(store, obj["metadata"]["namespace"])
         body = {k: v for k, v in obj.items() if k != "status"}
         try:
-            created = create_admitted(store, body)
+            created = create_admitted(store, body, served)
             if rt is kinds.NAMESPACE:
                 ensure_namespace(store, obj["metadata"]["name"])
             if obj.get("status") and rt.has_status:
@@ -150,9 +139,9 @@ def apply(store: KubeStore, objs: list[Obj]) -> list[str]:
     return refusals
 
 
-def remove_cluster_scoped(store: KubeStore, objs: list[Obj]) -> None:
+def remove_cluster_scoped(store: KubeStore, objs: list[Obj], served: ServedApis) -> None:
     for obj in objs:
-        rt = resource_type(obj)
+        rt = resource_type(obj, served)
         if not rt.namespaced and rt is not kinds.NAMESPACE:
             with contextlib.suppress(NotFound):
                 store.delete(rt, obj["metadata"]["name"], grace_period_seconds=0)
@@ -178,15 +167,20 @@ their metadata and namespace are checked, not their spec."""
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeStore]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """An API server of this module's own: the files' fixed names stay out of other tests' way.
     It serves drasched's CRDs (deploy/crds) and the stand-ins of ``THIRD_PARTY``."""
     crd_dir = tmp_path_factory.mktemp("crds")
     for path in (REPO / "deploy" / "crds").glob("*.yaml"):
         shutil.copy(path, crd_dir / path.name)
     (crd_dir / "stand-ins.yaml").write_text(yaml.safe_dump_all([stand_in_crd(rt) for rt in THIRD_PARTY]))
-    with LocalCluster(crd_dir=crd_dir) as cluster:
-        yield cluster.store()
+    with LocalCluster(crd_dir=crd_dir) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def store(cluster: LocalCluster) -> KubeStore:
+    return cluster.store()
 
 
 def test_every_scenario_and_example_file_is_in_the_list() -> None:
@@ -195,15 +189,16 @@ def test_every_scenario_and_example_file_is_in_the_list() -> None:
 
 
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(REPO)) for p in FILES])
-def test_the_api_server_accepts_every_object_of_the_file(store: KubeStore, path: Path) -> None:
+def test_the_api_server_accepts_every_object_of_the_file(cluster: LocalCluster, store: KubeStore,
+                                                         path: Path) -> None:
     """...or refuses exactly what simulate refuses, where the scenario expects a refusal."""
     index = FILES.index(path)
-    objs = isolated(manifests(path), index)
+    objs = isolated(manifests(path), index, cluster.served)
     assert objs, f"{path}: no objects"
     try:
-        refusals = apply(store, objs)
+        refusals = apply(store, objs, cluster.served)
     finally:
-        remove_cluster_scoped(store, objs)
+        remove_cluster_scoped(store, objs, cluster.served)
     expected = expected_refusals(path)
     if not expected:
         assert not refusals, "\n".join(refusals)
@@ -216,8 +211,8 @@ def test_the_api_server_accepts_every_object_of_the_file(store: KubeStore, path:
     assert refusals and all(fragment in said for fragment in expected), (expected, said)
 
 
-def test_a_refused_object_is_reported_not_skipped(store: KubeStore) -> None:
+def test_a_refused_object_is_reported_not_skipped(cluster: LocalCluster, store: KubeStore) -> None:
     bad = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
            "spec": {"containers": [{"name": "main", "image": "x"}], "priority": 100}}
-    refusals = apply(store, isolated([bad], len(FILES)))
+    refusals = apply(store, isolated([bad], len(FILES), cluster.served), cluster.served)
     assert len(refusals) == 1 and "must not be provided in pod spec" in refusals[0], refusals

@@ -121,7 +121,7 @@ def _upstream_group(pg: Obj, version: str) -> Obj:
         md.setdefault("labels", {})["drasched.io/queue"] = spec["queue"]
     return {"apiVersion": f"scheduling.k8s.io/{version}", "kind": "PodGroup", "metadata": md,
             "spec": {"schedulingPolicy": {"gang": {"minCount": spec.get("minMember", 1)}},
-                     "disruptionMode": "All" if version == "v1beta1" else "PodGroup"}}
+                     "disruptionMode": {"all": {}} if version == "v1beta1" else "PodGroup"}}
 
 
 def _upstream_pod(p: Obj) -> Obj:
@@ -133,7 +133,7 @@ def _upstream_pod(p: Obj) -> Obj:
 
 
 def test_upstream_disruption_mode_all_evicts_the_whole_group(tmp_path: Path) -> None:
-    """KEP-4671 disruptionMode All (1.36: PodGroup): the victim group g2 goes whole, on both nodes."""
+    """KEP-4671 disruptionMode all (1.36: PodGroup): the victim group g2 goes whole, on both nodes."""
     path = HERE / "preemption" / "005-victim-gang-evicted-whole.yaml"
     scn = load_scenario(path)
     for version in ("v1beta1", "v1alpha2"):

@@ -29,8 +29,14 @@ from drasched.api.duration import parse_go_duration
 Obj = dict[str, Any]
 
 UPSTREAM_GROUP = "scheduling.k8s.io"
-UPSTREAM_VERSIONS = (f"{UPSTREAM_GROUP}/v1beta1", f"{UPSTREAM_GROUP}/v1alpha2")
-"""1.37 serves the gang API as v1beta1; 1.36 as v1alpha2 (same shapes for what is read here)."""
+UPSTREAM_V1BETA1 = f"{UPSTREAM_GROUP}/v1beta1"
+UPSTREAM_V1ALPHA2 = f"{UPSTREAM_GROUP}/v1alpha2"
+UPSTREAM_VERSIONS = (UPSTREAM_V1BETA1, UPSTREAM_V1ALPHA2)
+"""1.37 serves the gang API as v1beta1 (and no longer v1alpha2); 1.36 as v1alpha2. Two fields
+read here changed shape (``k8s.io/api/scheduling``): the PodGroup's reference to its Workload
+template (v1alpha2 ``podGroupTemplateRef.workload.{workloadName, podGroupTemplateName}``, v1beta1
+``workloadRef.{workloadName, templateName}``) and ``disruptionMode`` (v1alpha2 the string
+``PodGroup`` / ``Pod``, v1beta1 the one-of ``{all: {}}`` / ``{single: {}}``)."""
 KAI_QUEUE_VERSION = "scheduling.run.ai/v2"
 KAI_POD_GROUP_VERSION = "scheduling.run.ai/v2alpha2"
 DRASCHED_VERSION = "scheduling.drasched.io/v1alpha1"
@@ -46,9 +52,9 @@ KAI_POD_GROUP_ANNOTATION = "pod-group-name"
 KAI_GPU_FRACTION = "gpu-fraction"
 GPU = "nvidia.com/gpu"
 
-WHOLE_GROUP_MODES = ("PodGroup", "All")
-"""disruptionMode values meaning "disrupt the whole group": 1.36 spells it PodGroup, 1.37 All."""
-SINGLE_POD_MODES = ("Pod", "Single")
+WHOLE_GROUP, SINGLE_POD = "all", "single"
+"""v1beta1's disruptionMode choices; v1alpha2 spells them ``PodGroup`` and ``Pod``."""
+V1ALPHA2_MODES = {"PodGroup": WHOLE_GROUP, "Pod": SINGLE_POD}
 
 
 @dataclass
@@ -121,8 +127,8 @@ def upstream_pod_group(pg: Obj, workloads: dict[str, Obj], warnings: list[str]) 
     """
     what = _what(pg)
     spec = dict(pg.get("spec") or {})
-    ref = ((spec.get("podGroupTemplateRef") or {}).get("workload")) or {}
-    if ref:
+    ref = _workload_ref(pg)
+    if ref is not None:
         template = _template(pg, ref, workloads, warnings)
         for k, v in template.items():
             if k != "name" and spec.get(k) in (None, {}, [], ""):
@@ -145,43 +151,90 @@ def upstream_pod_group(pg: Obj, workloads: dict[str, Obj], warnings: list[str]) 
                             f"places a group within one domain of one key ({keys[0]})")
     if spec.get("resourceClaims"):
         out_spec["resourceClaims"] = copy.deepcopy(spec["resourceClaims"])
-    mode = spec.get("disruptionMode")
-    if mode in SINGLE_POD_MODES:
-        warnings.append(f"{what}: spec.disruptionMode {mode} has no meaning here: drasched evicts a PodGroup "
-                        "whole (disruptionMode All)")
-    elif mode is not None and mode not in WHOLE_GROUP_MODES:
-        warnings.append(f"{what}: spec.disruptionMode: unknown value {mode!r} (known: All, Single; 1.36: "
-                        "PodGroup, Pod); the group is evicted whole")
+    _warn_disruption_mode(pg, spec.get("disruptionMode"), warnings)
+    if spec.get("parentCompositePodGroupName"):
+        warnings.append(f"{what}: spec.parentCompositePodGroupName has no meaning here: drasched has no composite "
+                        "PodGroups, each group is scheduled on its own")
+    if spec.get("preemptionPolicy") == "Never":
+        warnings.append(f"{what}: spec.preemptionPolicy Never has no meaning here: drasched takes it from the "
+                        "pods' spec.preemptionPolicy or their PriorityClass")
     return _drasched("PodGroup", pg, out_spec)
+
+
+@dataclass(frozen=True)
+class _WorkloadRef:
+    """Where a PodGroup names its Workload template, in the field paths of its own version."""
+
+    workload: str
+    template: str
+    workload_path: str
+    template_path: str
+
+
+def _workload_ref(pg: Obj) -> _WorkloadRef | None:
+    spec = pg.get("spec") or {}
+    if pg.get("apiVersion") == UPSTREAM_V1ALPHA2:
+        ref = (spec.get("podGroupTemplateRef") or {}).get("workload") or {}
+        base = "spec.podGroupTemplateRef.workload"
+        name_field, template_field = "workloadName", "podGroupTemplateName"
+    else:
+        ref = spec.get("workloadRef") or {}
+        base, name_field, template_field = "spec.workloadRef", "workloadName", "templateName"
+    if not ref:
+        return None
+    return _WorkloadRef(str(ref.get(name_field) or ""), str(ref.get(template_field) or ""),
+                        f"{base}.{name_field}", f"{base}.{template_field}")
+
+
+def _warn_disruption_mode(pg: Obj, mode: Any, warnings: list[str]) -> None:
+    """drasched evicts a group whole: a single-pod mode has no meaning here."""
+    if mode is None:
+        return
+    v1alpha2 = pg.get("apiVersion") == UPSTREAM_V1ALPHA2
+    choice = V1ALPHA2_MODES.get(mode) if v1alpha2 else next(iter(mode), None) if isinstance(mode, dict) else None
+    shown = f"spec.disruptionMode {mode}" if v1alpha2 else f"spec.disruptionMode.{choice}"
+    whole = "PodGroup" if v1alpha2 else "all"
+    if choice == SINGLE_POD:
+        warnings.append(f"{_what(pg)}: {shown} has no meaning here: drasched evicts a PodGroup whole "
+                        f"(disruptionMode {whole})")
+    elif choice != WHOLE_GROUP:
+        known = "PodGroup, Pod" if v1alpha2 else "all, single"
+        warnings.append(f"{_what(pg)}: spec.disruptionMode: unknown value {mode!r} (known: {known}); the group is "
+                        "evicted whole")
 
 
 def _check_workloads(workloads: Iterable[Obj], groups: list[Obj], warnings: list[str]) -> None:
     """A Workload template no PodGroup instantiates schedules nothing: say so."""
     used = set()
     for g in groups:
-        ref = ((g.get("spec") or {}).get("podGroupTemplateRef") or {}).get("workload") or {}
-        used.add((_ns(g), ref.get("workloadName"), ref.get("podGroupTemplateName")))
+        ref = _workload_ref(g)
+        if ref is not None:
+            used.add((_ns(g), ref.workload, ref.template))
     for w in workloads:
+        if (w.get("spec") or {}).get("compositePodGroupTemplates"):
+            warnings.append(f"{_what(w)}: spec.compositePodGroupTemplates has no meaning here: drasched has no "
+                            "composite PodGroups; their PodGroups are scheduled each on its own")
         for i, t in enumerate((w.get("spec") or {}).get("podGroupTemplates") or []):
             name = (t or {}).get("name")
             if (_ns(w), _name(w), name) not in used:
+                ref_field = ("spec.podGroupTemplateRef.workload" if w.get("apiVersion") == UPSTREAM_V1ALPHA2
+                             else "spec.workloadRef")
                 warnings.append(f"{_what(w)}: spec.podGroupTemplates[{i}] ({name}): no PodGroup is created from "
-                                "this template, so no pod can join it; create a PodGroup whose "
-                                f"spec.podGroupTemplateRef.workload names {_name(w)}/{name}")
+                                f"this template, so no pod can join it; create a PodGroup whose {ref_field} names "
+                                f"{_name(w)}/{name}")
 
 
-def _template(pg: Obj, ref: Obj, workloads: dict[str, Obj], warnings: list[str]) -> Obj:
-    wname, tname = ref.get("workloadName"), ref.get("podGroupTemplateName")
-    w = workloads.get(f"{_ns(pg)}/{wname}")
+def _template(pg: Obj, ref: _WorkloadRef, workloads: dict[str, Obj], warnings: list[str]) -> Obj:
+    w = workloads.get(f"{_ns(pg)}/{ref.workload}")
     if w is None:
-        warnings.append(f"{_what(pg)}: spec.podGroupTemplateRef.workload.workloadName: Workload "
-                        f"{_ns(pg)}/{wname} does not exist; the PodGroup's own fields are used")
+        warnings.append(f"{_what(pg)}: {ref.workload_path}: Workload {_ns(pg)}/{ref.workload} does not exist; "
+                        "the PodGroup's own fields are used")
         return {}
     for t in (w.get("spec") or {}).get("podGroupTemplates") or []:
-        if (t or {}).get("name") == tname:
+        if (t or {}).get("name") == ref.template:
             return dict(t)
-    warnings.append(f"{_what(pg)}: spec.podGroupTemplateRef.workload.podGroupTemplateName: Workload "
-                    f"{_ns(pg)}/{wname} has no template {tname!r}; the PodGroup's own fields are used")
+    warnings.append(f"{_what(pg)}: {ref.template_path}: Workload {_ns(pg)}/{ref.workload} has no template "
+                    f"{ref.template!r}; the PodGroup's own fields are used")
     return {}
 
 

@@ -61,6 +61,8 @@ class SchedulingConstraints(View):
 
 
 class UpstreamPodGroupSpec(View):
+    """v1alpha2 (Kubernetes 1.36)."""
+
     pod_group_template_ref: PodGroupTemplateReference | None = None
     scheduling_policy: PodGroupSchedulingPolicy | None = None
     priority_class_name: str = ""
@@ -73,6 +75,55 @@ class UpstreamPodGroupSpec(View):
 class UpstreamPodGroup(View):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: UpstreamPodGroupSpec = msgspec.field(default_factory=UpstreamPodGroupSpec)
+
+
+class WorkloadReference(View):
+    """v1beta1's ``spec.workloadRef`` (v1alpha2: ``podGroupTemplateRef.workload``)."""
+
+    workload_name: str = ""
+    template_name: str = ""
+
+
+class DisruptionMode(View):
+    """v1beta1's one-of (v1alpha2: the string ``Pod`` or ``PodGroup``)."""
+
+    single: dict[str, Any] | None = None
+    all: dict[str, Any] | None = None
+
+
+class PodGroupTemplateV1beta1(View):
+    name: str = ""
+    scheduling_policy: PodGroupSchedulingPolicy | None = None
+    disruption_mode: DisruptionMode | None = None
+
+
+class WorkloadSpecV1beta1(View):
+    pod_group_templates: list[PodGroupTemplateV1beta1] = []
+    composite_pod_group_templates: list[dict[str, Any]] = []
+
+
+class WorkloadV1beta1(View):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: WorkloadSpecV1beta1 = msgspec.field(default_factory=WorkloadSpecV1beta1)
+
+
+class UpstreamPodGroupSpecV1beta1(View):
+    """v1beta1 (Kubernetes 1.37, ``k8s.io/api/scheduling/v1beta1``)."""
+
+    parent_composite_pod_group_name: str | None = None
+    workload_ref: WorkloadReference | None = None
+    scheduling_policy: PodGroupSchedulingPolicy | None = None
+    scheduling_constraints: SchedulingConstraints | None = None
+    resource_claims: list[dict[str, Any]] = []
+    disruption_mode: DisruptionMode | None = None
+    priority_class_name: str = ""
+    priority: Int32 | None = None
+    preemption_policy: str | None = None
+
+
+class UpstreamPodGroupV1beta1(View):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: UpstreamPodGroupSpecV1beta1 = msgspec.field(default_factory=UpstreamPodGroupSpecV1beta1)
 
 
 class KaiQueueResource(View):
@@ -114,9 +165,9 @@ class KaiPodGroup(View):
 
 FOREIGN_VIEWS: dict[tuple[str, str], type[View]] = {
     ("scheduling.k8s.io/v1alpha2", "Workload"): Workload,
-    ("scheduling.k8s.io/v1beta1", "Workload"): Workload,
+    ("scheduling.k8s.io/v1beta1", "Workload"): WorkloadV1beta1,
     ("scheduling.k8s.io/v1alpha2", "PodGroup"): UpstreamPodGroup,
-    ("scheduling.k8s.io/v1beta1", "PodGroup"): UpstreamPodGroup,
+    ("scheduling.k8s.io/v1beta1", "PodGroup"): UpstreamPodGroupV1beta1,
     ("scheduling.run.ai/v2", "Queue"): KaiQueue,
     ("scheduling.run.ai/v2alpha2", "PodGroup"): KaiPodGroup,
 }

@@ -13,6 +13,7 @@ import base64
 import contextlib
 import ctypes
 import fcntl
+import functools
 import glob
 import os
 import shutil
@@ -32,21 +33,25 @@ import yaml
 
 from drasched.api.errors import AlreadyExists, NotFound
 from drasched.store.kube import KubeStore
+from drasched.testing.served import ServedApis, served_apis
 
 KUBE_VERSION = os.environ.get("DRASCHED_KUBE_VERSION", "v1.36.3")
 ETCD_VERSION = os.environ.get("DRASCHED_ETCD_VERSION", "v3.6.8")
 ADMIN_TOKEN = "drasched-admin-token"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
-# The DRA features drasched targets. In 1.36 most are beta and on by default (listing them
-# documents the intent and fails loudly if one disappears); DRAAdminAccess and
-# DRAPrioritizedList are GA; DRAWorkloadResourceClaims is alpha and depends on
-# GenericWorkload (the binary refuses to start without it).
+# The DRA features drasched targets, valid on 1.36 and 1.37 alike. In 1.36 most are beta and on by
+# default (listing them documents the intent and fails loudly if one disappears: the binary
+# refuses an unknown gate); in 1.37 DRAExtendedResource, DRADeviceTaints, DRADeviceTaintRules and
+# DRAResourceClaimDeviceStatus are GA (DRAAdminAccess and DRAPrioritizedList since 1.36), which a
+# gate set to its default accepts with a warning. GenericWorkload (alpha in 1.36, beta and off by
+# default in 1.37) serves the gang API; DRAWorkloadResourceClaims depends on it (the binary refuses
+# to start without it). See pkg/features/kube_features.go of each release.
 FEATURE_GATES = (
     "DRAExtendedResource",
     "DRAPartitionableDevices",
     "DRADeviceTaints",
-    "DRADeviceTaintRules",  # 1.36: beta, off by default; serves resource.k8s.io/v1beta2 DeviceTaintRule
+    "DRADeviceTaintRules",  # 1.36: beta, off by default, serves v1beta2 DeviceTaintRule; 1.37: GA, v1
     "DRAConsumableCapacity",
     "DRADeviceBindingConditions",
     "DRAResourceClaimDeviceStatus",
@@ -54,12 +59,6 @@ FEATURE_GATES = (
     "DRAPrioritizedList",
     "GenericWorkload",
     "DRAWorkloadResourceClaims",
-)
-RUNTIME_CONFIG = (
-    "resource.k8s.io/v1=true",
-    "resource.k8s.io/v1beta2=true",
-    "resource.k8s.io/v1beta1=true",  # older manifests: the conversion contract reads them back as v1
-    "scheduling.k8s.io/v1alpha2=true",
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -98,6 +97,14 @@ def kube_apiserver_binary() -> Path:
         return Path(override)
     binary = cache_dir() / f"kube-{KUBE_VERSION}" / "bin" / "kube-apiserver"
     return _cached_binary(f"kube-apiserver {KUBE_VERSION}", binary, "build-kube.sh", "kube-apiserver")
+
+
+@functools.cache
+def binary_version(binary: Path) -> str:
+    """The Kubernetes version a kube-apiserver binary reports (``Kubernetes v1.37.2``): a binary
+    named by ``DRASCHED_KUBE_APISERVER`` need not be ``KUBE_VERSION``."""
+    out = subprocess.run([str(binary), "--version"], check=True, capture_output=True, text=True).stdout
+    return out.split()[-1]
 
 
 def etcd_binary() -> Path:
@@ -207,8 +214,9 @@ def _tail(path: Path, lines: int = 40) -> str:
 class LocalCluster:
     """etcd + kube-apiserver on free loopback ports; a context manager.
 
-    ``url``, ``token`` (admin, group system:masters), ``ca_file``, ``kubeconfig_path``
-    and ``store()`` are valid between ``__enter__`` and ``__exit__``. CRDs from
+    ``url``, ``token`` (admin, group system:masters), ``ca_file``, ``kubeconfig_path``,
+    ``served`` (the versions the binary serves for kinds that moved between releases) and
+    ``store()`` are valid between ``__enter__`` and ``__exit__``. CRDs from
     ``deploy/crds/*.yaml`` are installed and Established before ``__enter__`` returns.
     """
 
@@ -232,6 +240,7 @@ class LocalCluster:
         self._procs: list[subprocess.Popen[bytes]] = []
         self._apiserver_args: list[str] = []
         self._stores: list[KubeStore] = []
+        self.served: ServedApis = served_apis(KUBE_VERSION)
 
     def pids(self) -> list[int]:
         """Process ids of etcd and kube-apiserver (benchmarks read their CPU time)."""
@@ -270,6 +279,7 @@ class LocalCluster:
 
     def __enter__(self) -> LocalCluster:
         binary = kube_apiserver_binary()
+        self.served = served_apis(binary_version(binary))
         etcd = etcd_binary()
         # tmpfs when there is one: etcd fsyncs every write, and tests write a lot.
         base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
@@ -382,7 +392,7 @@ class LocalCluster:
             # resourceVersion really expire (410) for them; every other kind is cached.
             "--watch-cache-sizes=configmaps#0",
             f"--cert-dir={self.dir / 'certs'}",
-            f"--runtime-config={','.join(RUNTIME_CONFIG)}",
+            f"--runtime-config={','.join(self.served.runtime_config)}",
             f"--feature-gates={','.join(f'{g}=true' for g in FEATURE_GATES)}",
             *self.extra_args,
         ]

@@ -95,10 +95,13 @@ def test_upstream_pod_group_takes_unset_fields_from_its_workload_template() -> N
 
 
 @pytest.mark.parametrize(("field", "value", "warning"), [
-    ("disruptionMode", "Single", "spec.disruptionMode Single has no meaning here: drasched evicts a PodGroup whole"),
+    ("disruptionMode", {"single": {}},
+     "spec.disruptionMode.single has no meaning here: drasched evicts a PodGroup whole (disruptionMode all)"),
     ("priority", 5, "spec.priority 5 has no meaning here"),
-    ("podGroupTemplateRef", {"workload": {"workloadName": "gone", "podGroupTemplateName": "x"}},
-     "spec.podGroupTemplateRef.workload.workloadName: Workload ml/gone does not exist"),
+    ("workloadRef", {"workloadName": "gone", "templateName": "x"},
+     "spec.workloadRef.workloadName: Workload ml/gone does not exist"),
+    ("preemptionPolicy", "Never", "spec.preemptionPolicy Never has no meaning here"),
+    ("parentCompositePodGroupName", "outer", "spec.parentCompositePodGroupName has no meaning here"),
 ])
 def test_upstream_pod_group_field_without_meaning_warns(field: str, value: Any, warning: str) -> None:
     group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
@@ -109,6 +112,57 @@ def test_upstream_pod_group_field_without_meaning_warns(field: str, value: Any, 
     assert out.warnings[0].startswith("scheduling.k8s.io/v1beta1 PodGroup ml/g: ")
     assert warning in out.warnings[0]
     assert out.kept[0]["spec"]["minMember"] == 2
+
+
+def test_v1beta1_pod_group_reads_its_template_through_workload_ref() -> None:
+    """1.37's v1beta1 shape (k8s.io/api/scheduling/v1beta1): ``spec.workloadRef.{workloadName,
+    templateName}`` and the one-of ``disruptionMode: {all: {}}``."""
+    workload = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload",
+                "metadata": {"name": "job", "namespace": "ml"},
+                "spec": {"podGroupTemplates": [{
+                    "name": "workers", "schedulingPolicy": {"gang": {"minCount": 3}},
+                    "schedulingConstraints": {"topology": [{"key": "rack"}]}, "disruptionMode": {"all": {}}}]}}
+    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "job-workers", "namespace": "ml"},
+             "spec": {"workloadRef": {"workloadName": "job", "templateName": "workers"},
+                      "schedulingPolicy": {"gang": {"minCount": 3}}}}
+    out = translate([workload, group])
+    assert out.warnings == []
+    assert out.kept[0]["spec"] == {"minMember": 3, "topologyConstraint": {"requiredTopologyKey": "rack"}}
+
+
+def test_a_missing_template_is_named_in_the_field_path_of_the_objects_version() -> None:
+    workload = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload",
+                "metadata": {"name": "job", "namespace": "ml"},
+                "spec": {"podGroupTemplates": [{"name": "workers", "schedulingPolicy": {"basic": {}}}]}}
+    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "g", "namespace": "ml"},
+             "spec": {"workloadRef": {"workloadName": "job", "templateName": "evaluators"}}}
+    out = translate([workload, group])
+    assert out.warnings == [
+        "scheduling.k8s.io/v1beta1 Workload ml/job: spec.podGroupTemplates[0] (workers): no PodGroup is created from "
+        "this template, so no pod can join it; create a PodGroup whose spec.workloadRef names job/workers",
+        "scheduling.k8s.io/v1beta1 PodGroup ml/g: spec.workloadRef.templateName: Workload ml/job has no template "
+        "'evaluators'; the PodGroup's own fields are used"]
+
+
+def test_v1alpha2_single_pod_disruption_mode_warns_in_its_own_spelling() -> None:
+    group = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+             "metadata": {"name": "g", "namespace": "ml"},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "disruptionMode": "Pod"}}
+    assert translate([group]).warnings == [
+        "scheduling.k8s.io/v1alpha2 PodGroup ml/g: spec.disruptionMode Pod has no meaning here: drasched evicts a "
+        "PodGroup whole (disruptionMode PodGroup)"]
+
+
+def test_composite_pod_group_templates_warn() -> None:
+    workload = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload",
+                "metadata": {"name": "job", "namespace": "ml"},
+                "spec": {"podGroupTemplates": [],
+                         "compositePodGroupTemplates": [{"name": "c", "schedulingPolicy": {"basic": {}}}]}}
+    assert translate([workload]).warnings == [
+        "scheduling.k8s.io/v1beta1 Workload ml/job: spec.compositePodGroupTemplates has no meaning here: drasched "
+        "has no composite PodGroups; their PodGroups are scheduled each on its own"]
 
 
 def test_a_drasched_object_of_the_same_name_wins() -> None:
