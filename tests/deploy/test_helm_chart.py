@@ -17,8 +17,9 @@ def test_helm_lint_is_clean() -> None:
 def test_defaults_render_a_highly_available_least_privilege_install() -> None:
     objs = render()
     kinds = sorted(o["kind"] for o in objs)
-    assert kinds == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap",
-                     "Deployment", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount"]
+    assert kinds == ["ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
+                     "ClusterRoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding",
+                     "Service", "ServiceAccount"]
     (dep,) = by_kind(objs, "Deployment")
     assert dep["spec"]["replicas"] == 2
     pod = dep["spec"]["template"]["spec"]
@@ -34,7 +35,7 @@ def test_defaults_render_a_highly_available_least_privilege_install() -> None:
                                     "capabilities": {"drop": ["ALL"]}}
     assert pod["serviceAccountName"] == "drasched"
     roles = {r["metadata"]["name"] for r in by_kind(objs, "ClusterRole")}
-    assert roles == {"drasched-scheduler", "drasched-binder"}
+    assert roles == {"drasched-scheduler", "drasched-binder", "drasched-implicit-gangs"}
     (pdb,) = by_kind(objs, "PodDisruptionBudget")
     assert pdb["spec"]["minAvailable"] == 1
 

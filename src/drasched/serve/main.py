@@ -52,6 +52,7 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
     device taint eviction by default). ``taint_rules``: the DeviceTaintRule version the
     server serves (:func:`served_taint_rules`), None to read none."""
     from drasched.binder import BinderController
+    from drasched.controllers.workloads.gangs import ImplicitGangController, settings_from_file
     from drasched.scheduler.config import load_config
     from drasched.scheduler.controller import SchedulerController
 
@@ -66,7 +67,10 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
         controllers.append(claim_controller)
         controllers.append(DeviceTaintEvictionController(rules_kind=taint_rules))
     # In a cluster only pods naming drasched are ours (the config's schedulerNames), unlike simulate.
-    controllers += [SchedulerController(load_config(config_path), claim_wait_grace=CLAIM_WAIT_GRACE,
+    config = load_config(config_path)
+    # The implicit PodGroups of Jobs, JobSets, LeaderWorkerSets...; the scheduler holds their pods until labelled.
+    controllers.append(ImplicitGangController(base=settings_from_file(config_path), schedules=config.schedules))
+    controllers += [SchedulerController(config, claim_wait_grace=CLAIM_WAIT_GRACE,
                                         write_workers=WRITE_WORKERS, idle_cycle_period=IDLE_CYCLE_PERIOD,
                                         claims_queued=queued, config_map_modules=False,
                                         allocation_wall_time=ALLOCATION_WALL_TIME,

@@ -41,6 +41,21 @@ def test_every_builtin_has_a_test_here() -> None:
     assert tested == {n.lower() for n in BUILTINS}
 
 
+def job_pod(name: str, job: str = "train", **more: object) -> Obj:
+    """A pod as kube-controller-manager's Job controller makes it, before drasched labels it."""
+    out = pod(name, cpu="1", **more)
+    out["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": job,
+                                           "uid": f"uid-{job}", "controller": True, "blockOwnerDeletion": True}]
+    return out
+
+
+def test_disabling_implicitganggate_places_a_job_pod_before_its_podgroup_exists() -> None:
+    on, off = both([node("a", cpu="4"), job_pod("train-abcde")], "implicitGangGate")
+    assert messages(on) == {"train-abcde": "0/1 nodes are available: 1 waiting for the pod's implicit PodGroup "
+                                           "(Job default/train)."}
+    assert placed_nodes(off) == {"train-abcde": "a"}
+
+
 def test_disabling_nodeunschedulable_lets_cordoned_nodes_take_pods() -> None:
     on, off = both([node("a", unschedulable=True), pod("p", cpu="1")], "nodeUnschedulable")
     assert messages(on) == {"p": "0/1 nodes are available: 1 node(s) were unschedulable."}

@@ -131,8 +131,8 @@ def test_a_malformed_configmap_is_reported_not_raised(data: Any) -> None:
 def test_every_builtin_is_enabled_by_default_and_bound_to_its_extension_points() -> None:
     profile = default_profile()
     assert list(profile.by_name) == list(BUILTINS)
-    assert [f.name for f in profile.static_filters] == ["nodeUnschedulable", "nodeAffinity", "nodeSelector",
-                                                        "taintToleration"]
+    assert [f.name for f in profile.static_filters] == ["implicitGangGate", "nodeUnschedulable", "nodeAffinity",
+                                                        "nodeSelector", "taintToleration"]
     assert [f.name for f in profile.row_filters] == ["podCount", "resourceFit"]
     assert [s.name for s in profile.scorers] == ["nodeOrder"]
     assert profile.queue_order is not None and profile.queue_order.name == "fairShare"

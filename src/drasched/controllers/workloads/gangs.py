@@ -28,12 +28,23 @@ label is left as it is: an explicit PodGroup always wins. A PodGroup of the work
 name that belongs to something else is not touched (a Warning event on the workload says
 so) and the pods are scheduled one by one. Grouping is switched off per kind with
 :class:`ImplicitGangs`: ``implicitGangs: {Job: false}`` in the scheduler configuration (in an
-embedded run, the ``config.yaml`` of the ConfigMap ``kube-system/drasched-scheduler``).
+embedded run, the ``config.yaml`` of the ConfigMap ``kube-system/drasched-scheduler``; in
+``drasched serve``, the configuration file).
+
+In ``drasched serve`` the scheduler holds the pods of the kinds
+:mod:`drasched.api.implicitgang` names until they are labelled (the ``implicitGangGate``
+plugin); a pod of such a kind this controller leaves without a group (its kind switched off,
+the name taken, an LWS that starts its leader first) gets the annotation
+``drasched.io/implicit-gang: none`` so that it is no longer held. A pod whose workload is not
+in the cache yet (its watch event is a moment behind the pod's) is looked at again when it
+arrives. Only the workload kinds the API server serves are watched (``owner_kinds``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,24 +52,34 @@ import yaml
 
 from drasched.api import kinds
 from drasched.api.errors import AlreadyExists, ApiError, Conflict, NotFound
+from drasched.api.implicitgang import (
+    IMPLICIT_GANG_ANNOTATION,
+    KUBEFLOW_JOB_NAME,
+    KUBEFLOW_KINDS,
+    NO_GANG,
+    POD_GROUP_LABEL,
+    awaited_gang,
+)
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import controller_uid, owner_reference
 from drasched.control import ControllerContext
 from drasched.controllers.workloads.common import Obj, is_deleting, is_terminal, md, sort_key, spec_of
+from drasched.controllers.workloads.leaderworkerset import group_key as lws_group_key
 from drasched.store.informer import Informer
+
+log = logging.getLogger(__name__)
 
 CONFIG_MAP_KEY = "kube-system/drasched-scheduler"
 """The ConfigMap whose ``config.yaml`` configures an embedded run's scheduler (and these gangs)."""
 
-POD_GROUP_LABEL = "drasched.io/pod-group"
 QUEUE_LABEL = "drasched.io/queue"
+LABEL_VALUE_MAX = 63
 GANG_MIN_MEMBER_ANNOTATION = "drasched.io/gang-min-member"
 LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
 LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+LWS_GROUP_KEY = "leaderworkerset.sigs.k8s.io/group-key"
 GROUPED_KINDS = ("Job", "JobSet", "LeaderWorkerSet", "PyTorchJob", "MPIJob", "Deployment", "ReplicaSet",
                  "StatefulSet")
-KUBEFLOW_JOB_NAME = "training.kubeflow.org/job-name"
-KUBEFLOW_KINDS = ("PyTorchJob", "MPIJob")
 
 
 class ConfigError(ValueError):
@@ -75,13 +96,15 @@ class ImplicitGangs:
         return bool(self.enabled.get(kind, False))
 
     @classmethod
-    def parse(cls, raw: Any) -> ImplicitGangs:
-        """From ``implicitGangs: {Job: false, ...}`` (a missing kind stays on)."""
+    def parse(cls, raw: Any, base: ImplicitGangs | None = None) -> ImplicitGangs:
+        """From ``implicitGangs: {Job: false, ...}``; a kind it leaves out keeps its setting in
+        ``base`` (on, without one)."""
+        base = base or cls()
         if raw is None:
-            return cls()
+            return base
         if not isinstance(raw, Mapping):
             raise ConfigError("implicitGangs: must be a mapping of workload kind to true/false")
-        enabled = dict.fromkeys(GROUPED_KINDS, True)
+        enabled = dict(base.enabled)
         for kind, value in raw.items():
             if kind not in enabled:
                 raise ConfigError(f"implicitGangs.{kind}: unknown kind (known: {', '.join(GROUPED_KINDS)})")
@@ -101,10 +124,19 @@ class GangSpec:
     """The PodGroup's name when it is not the workload's (a LeaderWorkerSet's ``<lws>-<group>``)."""
     topology_key: str | None = None
     """A topology key every pod of the gang must share (``requiredTopologyKey``)."""
+    hashed_name: str | None = None
+    """The name to use when the readable one is too long for a label (default: its SHA-1)."""
 
     @property
     def name(self) -> str:
-        return self.group_name or str(md(self.workload).get("name"))
+        """The PodGroup's name, which every pod carries as its ``drasched.io/pod-group`` label:
+        a label value holds at most 63 characters, so a longer name is replaced by a SHA-1 hash,
+        as LeaderWorkerSet labels its groups (``group-key``) whatever their names' length."""
+        readable = self.group_name or str(md(self.workload).get("name"))
+        if len(readable) <= LABEL_VALUE_MAX:
+            return readable
+        namespace = md(self.workload).get("namespace") or "default"
+        return self.hashed_name or hashlib.sha1(f"{namespace}/{readable}".encode()).hexdigest()
 
     def pod_group(self) -> Obj:
         template_spec = spec_of(pod_template_of(self.workload))
@@ -163,6 +195,8 @@ _OWNER_KINDS: dict[str, ResourceType] = {
     "ReplicaSet": kinds.REPLICA_SET, "Deployment": kinds.DEPLOYMENT,
     "StatefulSet": kinds.STATEFUL_SET,
 }
+Verdict = GangSpec | str | None
+"""A pod's gang; or why it has none (a decision); or None: not known yet (its workload is not cached)."""
 
 
 class ImplicitGangController:
@@ -171,10 +205,16 @@ class ImplicitGangController:
     name = "implicit-gangs"
     component = "drasched-gangs"
 
-    def __init__(self, settings: ImplicitGangs | None = None) -> None:
+    def __init__(self, settings: ImplicitGangs | None = None, *, base: ImplicitGangs | None = None,
+                 schedules: Callable[[str | None], bool] | None = None) -> None:
+        """``settings``: fixed settings; else the ``implicitGangs`` key of the scheduler's
+        ConfigMap on top of ``base`` (``drasched serve``: its configuration file's).
+        ``schedules``: whether a ``spec.schedulerName`` is drasched's (None: every pod is, as
+        in an embedded run); other schedulers' pods are left alone."""
         self.fixed = settings
-        """Settings given by the caller; None: the ``implicitGangs`` key of the scheduler's ConfigMap."""
-        self.settings = settings or ImplicitGangs()
+        self.schedules = schedules
+        self.base = base or ImplicitGangs()
+        self.settings = settings or self.base
         self._store: object | None = None
         self._warned: set[str] = set()
 
@@ -182,15 +222,18 @@ class ImplicitGangController:
         if self._store is ctx.store:
             return
         self._store = ctx.store
+        self.live = ctx.informers is not None
+        """Caches fed by watches in the background (``drasched serve``), so possibly behind."""
         self.pods = Informer(ctx.store, kinds.POD)
         self.groups = Informer(ctx.store, kinds.POD_GROUP)
-        self.owners = {kind: Informer(ctx.store, rt) for kind, rt in _OWNER_KINDS.items()}
-        self.config_maps = Informer(ctx.store, kinds.CONFIG_MAP)
+        self.owners = {kind: Informer(ctx.store, rt) for kind, rt in _OWNER_KINDS.items() if _served(ctx, rt)}
+        self.config_maps = Informer(ctx.store, kinds.CONFIG_MAP) if self.fixed is None else None
 
     def reconcile(self, ctx: ControllerContext) -> bool:
         self._attach(ctx)
         pods_changed = self.pods.sync()
-        others = [inf.sync() for inf in (self.groups, self.config_maps, *self.owners.values())]
+        watched = [self.groups, *self.owners.values()] + ([self.config_maps] if self.config_maps is not None else [])
+        others = [inf.sync() for inf in watched]
         if not pods_changed and not any(others):
             return False
         self.ctx = ctx
@@ -203,46 +246,69 @@ class ImplicitGangController:
             candidates = [p for ns, name in keys if (p := self.pods.get(name, ns))]
         progress = False
         for pod in sorted(candidates, key=sort_key):
-            if _wants_group(pod):
+            if _wants_group(pod) and (self.schedules is None or self.schedules(spec_of(pod).get("schedulerName"))):
                 progress |= self._group(pod)
         return progress
 
     def gang_of(self, pod: Obj) -> GangSpec | None:
         """The implicit gang a pod belongs to, from its controlling owner, or None."""
+        verdict = self.verdict(pod)
+        return verdict if isinstance(verdict, GangSpec) else None
+
+    def verdict(self, pod: Obj) -> Verdict:
+        """The pod's implicit gang, why it has none, or None while its workload is not cached."""
         ns = md(pod).get("namespace")
+        ref = _controller_ref(pod)
+        if ref is None or ref.get("kind") not in self.owners:
+            return self._kubeflow_gang(pod)
         owner = self._controller_of(pod, ns)
         if owner is None:
-            return self._kubeflow_gang(pod)
-        kind = owner.get("kind")
+            return self._missing("its workload")
+        kind = str(owner.get("kind"))
         if kind == "LeaderWorkerSet":
-            return self._lws_gang(owner, pod) if self.settings.on("LeaderWorkerSet") else None
+            return self._lws_gang(owner, pod) if self.settings.on(kind) else _off(kind)
         if kind == "Job":
-            jobset = self._controller_of(owner, ns)
-            if jobset is not None and jobset.get("kind") == "JobSet":
-                return GangSpec(jobset, jobset_gang(jobset)) if self.settings.on("JobSet") else None
-            return GangSpec(owner, job_gang(owner)) if self.settings.on("Job") else None
+            parent = _controller_ref(owner)
+            if parent is not None and parent.get("kind") == "JobSet" and "JobSet" in self.owners:
+                jobset = self._controller_of(owner, ns)
+                if jobset is None:
+                    return self._missing("its Job's JobSet")
+                return GangSpec(jobset, jobset_gang(jobset)) if self.settings.on("JobSet") else _off("JobSet")
+            return GangSpec(owner, job_gang(owner)) if self.settings.on(kind) else _off(kind)
         if kind == "ReplicaSet":
             deployment = self._controller_of(owner, ns)
             if deployment is not None and deployment.get("kind") == "Deployment":
                 size = annotated_gang(deployment)
-                return GangSpec(deployment, size) if size and self.settings.on("Deployment") else None
+                if not size:
+                    return f"Deployment without {GANG_MIN_MEMBER_ANNOTATION}"
+                return GangSpec(deployment, size) if self.settings.on("Deployment") else _off("Deployment")
         size = annotated_gang(owner)
-        if not size or not self.settings.on(str(kind)):
-            return None
+        if not size:
+            return f"{kind} without {GANG_MIN_MEMBER_ANNOTATION}"
+        if not self.settings.on(kind):
+            return _off(kind)
         if kind == "StatefulSet" and spec_of(owner).get("podManagementPolicy") != "Parallel":
             # OrderedReady makes ordinal i+1 only once i is Ready: a gang of more than one would never start.
             self._warn(owner, "GangNeedsParallel", f"{GANG_MIN_MEMBER_ANNOTATION} is ignored: a gang of "
                        "StatefulSet pods needs podManagementPolicy: Parallel (OrderedReady creates them one by one)")
-            return None
+            return "OrderedReady StatefulSet"
         return GangSpec(owner, size)
 
-    def _kubeflow_gang(self, pod: Obj) -> GangSpec | None:
+    def _missing(self, what: str) -> Verdict:
+        """A controller named in ownerReferences that is not cached: against a real API server its
+        watch event may still be on the way (wait); where the caches are read synchronously
+        (an embedded run) it does not exist (or is being deleted), and no gang comes."""
+        return None if self.live else f"{what} does not exist"
+
+    def _kubeflow_gang(self, pod: Obj) -> Verdict:
         """A Kubeflow PyTorchJob / MPIJob, known by its pods' labels and controller ownerReference:
         one gang of every pod of the job (master and workers, launcher and workers) seen so far."""
         job_name = (md(pod).get("labels") or {}).get(KUBEFLOW_JOB_NAME)
-        ref = next((r for r in md(pod).get("ownerReferences") or [] if r.get("controller")), None)
-        if not job_name or ref is None or ref.get("kind") not in KUBEFLOW_KINDS or not self.settings.on(ref["kind"]):
-            return None
+        ref = _controller_ref(pod)
+        if not job_name or ref is None or ref.get("kind") not in KUBEFLOW_KINDS:
+            return "no workload that implies a gang"
+        if not self.settings.on(ref["kind"]):
+            return _off(ref["kind"])
         ns = md(pod).get("namespace")
         members = [p for p in self.pods.values() if md(p).get("namespace") == ns and controller_uid(p) == ref.get(
             "uid") and not is_terminal(p)]
@@ -253,19 +319,23 @@ class ImplicitGangController:
                     "spec": {"template": {"spec": priority}}}
         return GangSpec(job, len(members))
 
-    def _lws_gang(self, lws: Obj, pod: Obj) -> GangSpec | None:
-        """One gang per leader and its workers: ``<lws>-<group>``, minMember = the group size."""
-        group = (md(pod).get("labels") or {}).get(LWS_GROUP_INDEX)
+    def _lws_gang(self, lws: Obj, pod: Obj) -> Verdict:
+        """One gang per leader and its workers: ``<lws>-<group>``, minMember = the group size; a
+        name too long for a label becomes the group's ``group-key`` (LeaderWorkerSet's own hash)."""
+        labels = md(pod).get("labels") or {}
+        group = labels.get(LWS_GROUP_INDEX)
         if group is None:
-            return None
+            return f"no {LWS_GROUP_INDEX} label"
         spec = spec_of(lws)
         if spec.get("startupPolicy") == "LeaderReady":
             self._warn(lws, "GangNeedsLeaderCreated", "no implicit gang: startupPolicy LeaderReady makes the "
                        "workers only once the leader runs, so a gang of the group would never start")
-            return None
+            return "startupPolicy LeaderReady"
         size = int((spec.get("leaderWorkerTemplate") or {}).get("size", 1))
         topology = (md(lws).get("annotations") or {}).get(LWS_EXCLUSIVE_TOPOLOGY)
-        return GangSpec(lws, size, group_name=f"{md(lws).get('name')}-{group}", topology_key=topology)
+        name, ns = str(md(lws).get("name")), str(md(lws).get("namespace") or "default")
+        hashed = labels.get(LWS_GROUP_KEY) or lws_group_key(ns, name, int(group))
+        return GangSpec(lws, size, group_name=f"{name}-{group}", topology_key=topology, hashed_name=hashed)
 
     def _controller_of(self, obj: Obj, ns: str | None) -> Obj | None:
         for ref in md(obj).get("ownerReferences") or []:
@@ -277,9 +347,12 @@ class ImplicitGangController:
         return None
 
     def _group(self, pod: Obj) -> bool:
-        gang = self.gang_of(pod)
-        if gang is None:
-            return False
+        verdict = self.verdict(pod)
+        if verdict is None:
+            return False  # looked at again when its workload arrives
+        if isinstance(verdict, str):
+            return self._release(pod)
+        gang = verdict
         ns = md(pod).get("namespace") or "default"
         group = self.groups.get(gang.name, ns)
         wrote = False
@@ -299,10 +372,19 @@ class ImplicitGangController:
             self._warn(gang.workload, "PodGroupExists",
                        f"PodGroup {ns}/{gang.name} exists and is not this workload's; its pods are scheduled "
                        "without an implicit gang")
-            return wrote
+            return self._release(pod) or wrote
+        return self._patch_pod(pod, {"labels": {POD_GROUP_LABEL: gang.name}})
+
+    def _release(self, pod: Obj) -> bool:
+        """Mark a pod the scheduler would hold for a gang it will not get (``implicit-gang: none``)."""
+        if awaited_gang(pod) is None:
+            return False
+        return self._patch_pod(pod, {"annotations": {IMPLICIT_GANG_ANNOTATION: NO_GANG}})
+
+    def _patch_pod(self, pod: Obj, metadata: Obj) -> bool:
         try:
-            updated = self.ctx.store.patch(kinds.POD, md(pod).get("name", ""), ns, {"metadata": {
-                "resourceVersion": md(pod).get("resourceVersion"), "labels": {POD_GROUP_LABEL: gang.name}}})
+            updated = self.ctx.store.patch(kinds.POD, md(pod).get("name", ""), md(pod).get("namespace"), {
+                "metadata": {"resourceVersion": md(pod).get("resourceVersion"), **metadata}})
         except (Conflict, NotFound):
             return True
         self.pods.put(updated)
@@ -311,16 +393,16 @@ class ImplicitGangController:
     def _configured(self) -> ImplicitGangs:
         """``implicitGangs`` from the ConfigMap that configures an embedded run's scheduler."""
         namespace, name = CONFIG_MAP_KEY.split("/")
-        cm = self.config_maps.get(name, namespace)
+        cm = self.config_maps.get(name, namespace) if self.config_maps is not None else None
         text = ((cm or {}).get("data") or {}).get("config.yaml")
         if cm is None or not isinstance(text, str):
-            return ImplicitGangs()
+            return self.base
         try:
             raw = yaml.safe_load(text)
-            return ImplicitGangs.parse(raw.get("implicitGangs") if isinstance(raw, dict) else None)
+            return ImplicitGangs.parse(raw.get("implicitGangs") if isinstance(raw, dict) else None, self.base)
         except (yaml.YAMLError, ConfigError) as exc:
-            self._warn(cm, "InvalidConfiguration", f"{exc}; implicit gangs stay on for every kind")
-            return ImplicitGangs()
+            self._warn(cm, "InvalidConfiguration", f"{exc}; implicit gangs keep their other settings")
+            return self.base
 
     def _warn(self, workload: Obj, reason: str, message: str) -> None:
         key = f"{md(workload).get('uid')}/{reason}"
@@ -331,11 +413,41 @@ class ImplicitGangController:
         self.ctx.decide(self.name, reason, workload, message)
 
 
+def _served(ctx: ControllerContext, rt: ResourceType) -> bool:
+    """Whether the API server serves ``rt``: a workload CRD (JobSet, LeaderWorkerSet) may not be
+    installed, and a kind that answers a list with an error is left out rather than retried."""
+    try:
+        ctx.store.list(rt)
+    except ApiError as exc:
+        log.info("implicit gangs: %s is not watched (%s)", rt.kind, exc.message)
+        return False
+    return True
+
+
+def settings_from_file(path: str | None) -> ImplicitGangs:
+    """The ``implicitGangs`` key of a scheduler configuration file (every kind on without one)."""
+    if path is None:
+        return ImplicitGangs()
+    with open(path, encoding="utf-8") as f:
+        raw = yaml.safe_load(f)
+    return ImplicitGangs.parse(raw.get("implicitGangs") if isinstance(raw, dict) else None)
+
+
+def _controller_ref(obj: Obj) -> Obj | None:
+    return next((r for r in md(obj).get("ownerReferences") or [] if r.get("controller")), None)
+
+
+def _off(kind: str) -> str:
+    return f"implicitGangs.{kind} is off"
+
+
 def _wants_group(pod: Obj) -> bool:
-    """A pending, unbound pod that names no PodGroup (nor an upstream scheduling group) itself."""
+    """A pending, unbound pod that names no PodGroup (nor an upstream scheduling group) itself,
+    and that this controller has not already left without one."""
     if is_terminal(pod) or is_deleting(pod) or spec_of(pod).get("nodeName"):
         return False
-    if POD_GROUP_LABEL in (md(pod).get("labels") or {}):
+    if POD_GROUP_LABEL in (md(pod).get("labels") or {}) or IMPLICIT_GANG_ANNOTATION in (
+            md(pod).get("annotations") or {}):
         return False
     spec = spec_of(pod)
     return not (spec.get("workloadRef") or spec.get("schedulingGroup"))

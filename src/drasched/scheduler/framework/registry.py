@@ -24,6 +24,7 @@ from drasched.scheduler.framework.api import Plugin
 from drasched.scheduler.plugins.dra import DynamicResources, ExtendedResources
 from drasched.scheduler.plugins.fairshare import FairShare, GangPriority
 from drasched.scheduler.plugins.fit import PodCount, ResourceFit
+from drasched.scheduler.plugins.implicitgang import ImplicitGangGate
 from drasched.scheduler.plugins.nodeorder import NodeOrder
 from drasched.scheduler.plugins.predicates import NodeAffinity, NodeSelector, NodeUnschedulable, TaintToleration
 from drasched.scheduler.plugins.topology import Topology
@@ -88,6 +89,7 @@ class PluginSpec:
 
 
 BUILTINS: Mapping[str, PluginSpec] = MappingProxyType({
+    "implicitGangGate": PluginSpec(lambda c: ImplicitGangGate()),
     "nodeUnschedulable": PluginSpec(lambda c: NodeUnschedulable()),
     "nodeAffinity": PluginSpec(lambda c: NodeAffinity()),
     "nodeSelector": PluginSpec(lambda c: NodeSelector()),

@@ -1,0 +1,53 @@
+"""Which pods wait for an implicit PodGroup, read from the pod alone.
+
+In a cluster a workload's pods arrive one by one from their controller (the Job controller
+of kube-controller-manager, JobSet's, LeaderWorkerSet's, Kubeflow's training operator), and
+drasched's implicit-gang controller labels each with its workload's PodGroup a moment
+later. Scheduled in between, the first pods would be placed one by one, which is the
+partial placement gangs exist to prevent. So the scheduler holds a pod of such a workload
+until it has its group (the ``implicitGangGate`` plugin), and the controller marks the pods
+it decides to leave without a group (the kind switched off, a PodGroup of that name that is
+someone else's), so that they are not held forever. Both sides read this one rule.
+
+Only kinds whose gang the pod itself reveals are held: a Job's pod (a JobSet's Jobs
+included), a LeaderWorkerSet's, a Kubeflow PyTorchJob's or MPIJob's (labelled with the job
+name). A Deployment, ReplicaSet or StatefulSet is a gang only when annotated, which its pods
+do not show; their pods are not held.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Obj = dict[str, Any]
+
+POD_GROUP_LABEL = "drasched.io/pod-group"
+IMPLICIT_GANG_ANNOTATION = "drasched.io/implicit-gang"
+"""Set by the implicit-gang controller on a pod it leaves without a group (value: ``none``)."""
+NO_GANG = "none"
+KUBEFLOW_JOB_NAME = "training.kubeflow.org/job-name"
+KUBEFLOW_KINDS = ("PyTorchJob", "MPIJob")
+HELD_KINDS = ("Job", "LeaderWorkerSet", *KUBEFLOW_KINDS)
+"""Controller kinds whose pods wait for their implicit PodGroup."""
+
+
+def awaited_gang(pod: Obj) -> str | None:
+    """``<Kind> <namespace>/<name>`` of the workload whose implicit PodGroup ``pod`` still
+    waits for, or None when it waits for none: it names a group itself (the
+    ``drasched.io/pod-group`` label, or upstream's ``spec.schedulingGroup`` /
+    ``spec.workloadRef``), it is bound, the controller left it without one, or its
+    controller is not a kind that implies a gang."""
+    md = pod.get("metadata") or {}
+    if POD_GROUP_LABEL in (md.get("labels") or {}) or IMPLICIT_GANG_ANNOTATION in (md.get("annotations") or {}):
+        return None
+    spec = pod.get("spec") or {}
+    if spec.get("schedulingGroup") or spec.get("workloadRef") or spec.get("nodeName"):
+        return None  # a group of its own, or already placed (a running pod the scheduler may move)
+    ref = next((r for r in md.get("ownerReferences") or [] if isinstance(r, dict) and r.get("controller")), None)
+    kind = (ref or {}).get("kind")
+    if kind not in HELD_KINDS:
+        return None
+    if kind in KUBEFLOW_KINDS and not (md.get("labels") or {}).get(KUBEFLOW_JOB_NAME):
+        return None
+    assert ref is not None
+    return f"{kind} {md.get('namespace') or 'default'}/{ref.get('name', '')}"

@@ -1,0 +1,178 @@
+"""The implicit-gang controller as ``drasched serve`` runs it: pods arrive from another
+process's controller (kube-controller-manager's Job controller), possibly before the
+workload's own watch event, and the scheduler holds them until they are grouped
+(``implicitGangGate``), so every pod it cannot group must be released explicitly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from drasched.api import kinds
+from drasched.api.errors import NotFound
+from drasched.api.implicitgang import IMPLICIT_GANG_ANNOTATION, POD_GROUP_LABEL, awaited_gang
+from drasched.controllers.workloads.gangs import ImplicitGangController, ImplicitGangs
+from drasched.controllers.workloads.leaderworkerset import group_key
+from drasched.sim.clock import VirtualClock
+from drasched.sim.context import SimContext
+from drasched.store.informer import SharedInformers
+from drasched.store.memory import MemoryStore
+
+Obj = dict[str, Any]
+JOB_UID = "0b7c1d6e-0000-4000-8000-000000000001"
+
+
+def ctx_of(store: MemoryStore | None = None) -> SimContext:
+    clock = VirtualClock()
+    return SimContext(store or MemoryStore(clock=clock.now, auto_namespaces=True), clock)
+
+
+def job(name: str = "train", uid: str = JOB_UID, parallelism: int = 4) -> Obj:
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "default", "uid": uid, "labels": {"drasched.io/queue": "team-a"}},
+            "spec": {"parallelism": parallelism, "completions": parallelism, "template": {"spec": {
+                "schedulerName": "drasched", "restartPolicy": "Never",
+                "containers": [{"name": "main", "image": "busybox"}]}}}}
+
+
+def job_pod(name: str, owner: str = "train", uid: str = JOB_UID, scheduler: str = "drasched") -> Obj:
+    """A pod as kube-controller-manager's Job controller writes it."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"job-name": owner},
+                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": owner, "uid": uid,
+                                              "controller": True, "blockOwnerDeletion": True}]},
+            "spec": {"schedulerName": scheduler, "restartPolicy": "Never",
+                     "containers": [{"name": "main", "image": "busybox"}]}}
+
+
+def pod_of(ctx: SimContext, name: str) -> Obj:
+    return ctx.store.get(kinds.POD, name, "default")
+
+
+class ServeLikeContext(SimContext):
+    """Says its caches are fed in the background, as serve's are: a workload missing from them
+    may only be late."""
+
+    @property
+    def informers(self) -> SharedInformers | None:
+        return SharedInformers(self.store)
+
+
+def test_a_pod_that_arrives_before_its_job_waits_then_joins_the_jobs_podgroup() -> None:
+    clock = VirtualClock()
+    ctx = ServeLikeContext(MemoryStore(clock=clock.now, auto_namespaces=True), clock)
+    gangs = ImplicitGangController()
+    ctx.store.create(job_pod("train-abcde"))
+    assert not gangs.reconcile(ctx), "its Job is not known yet: nothing to decide"
+    assert awaited_gang(pod_of(ctx, "train-abcde")) == "Job default/train"  # the scheduler holds it
+    assert ctx.store.list(kinds.POD_GROUP).items == []
+
+    ctx.store.create(job())
+    assert gangs.reconcile(ctx)
+    (group,) = ctx.store.list(kinds.POD_GROUP).items
+    assert (group["metadata"]["name"], group["spec"]["minMember"], group["spec"]["queue"]) == ("train", 4, "team-a")
+    assert group["metadata"]["ownerReferences"][0]["uid"] == JOB_UID
+    assert pod_of(ctx, "train-abcde")["metadata"]["labels"][POD_GROUP_LABEL] == "train"
+    assert awaited_gang(pod_of(ctx, "train-abcde")) is None  # released: it is scheduled with its gang
+
+
+def test_in_an_embedded_run_a_pod_of_a_job_that_does_not_exist_is_released() -> None:
+    ctx = ctx_of()
+    ctx.store.create(job_pod("train-abcde"))
+    assert ImplicitGangController().reconcile(ctx)
+    assert pod_of(ctx, "train-abcde")["metadata"]["annotations"] == {IMPLICIT_GANG_ANNOTATION: "none"}
+
+
+def test_a_kind_switched_off_releases_its_pods_with_an_annotation_instead_of_a_group() -> None:
+    ctx = ctx_of()
+    ctx.store.create(job())
+    ctx.store.create(job_pod("train-abcde"))
+    ImplicitGangController(ImplicitGangs.parse({"Job": False})).reconcile(ctx)
+    pod = pod_of(ctx, "train-abcde")
+    assert POD_GROUP_LABEL not in pod["metadata"]["labels"]
+    assert pod["metadata"]["annotations"] == {IMPLICIT_GANG_ANNOTATION: "none"}
+    assert awaited_gang(pod) is None
+    assert ctx.store.list(kinds.POD_GROUP).items == []
+
+
+def test_the_configuration_files_switch_holds_unless_the_configmap_overrides_it() -> None:
+    ctx = ctx_of()
+    ctx.store.create(job())
+    ctx.store.create(job_pod("train-abcde"))
+    ctx.store.create({"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": "drasched-scheduler", "namespace": "kube-system"},
+                      "data": {"config.yaml": "implicitGangs: {Deployment: false}"}})
+    ImplicitGangController(base=ImplicitGangs.parse({"Job": False})).reconcile(ctx)
+    assert pod_of(ctx, "train-abcde")["metadata"]["annotations"] == {IMPLICIT_GANG_ANNOTATION: "none"}
+
+
+def test_a_podgroup_of_that_name_owned_by_something_else_releases_the_pods_with_a_warning() -> None:
+    ctx = ctx_of()
+    ctx.store.create({"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "PodGroup",
+                      "metadata": {"name": "train", "namespace": "default"}, "spec": {"minMember": 2}})
+    ctx.store.create(job())
+    ctx.store.create(job_pod("train-abcde"))
+    ImplicitGangController().reconcile(ctx)
+    pod = pod_of(ctx, "train-abcde")
+    assert POD_GROUP_LABEL not in pod["metadata"]["labels"] and awaited_gang(pod) is None
+    warnings = [e["reason"] for e in ctx.store.list(kinds.EVENT).items if e["type"] == "Warning"]
+    assert warnings == ["PodGroupExists"]
+
+
+def test_pods_of_another_scheduler_are_left_alone() -> None:
+    ctx = ctx_of()
+    ctx.store.create(job())
+    ctx.store.create(job_pod("train-abcde", scheduler="default-scheduler"))
+    assert not ImplicitGangController(schedules=lambda name: name == "drasched").reconcile(ctx)
+    assert ctx.store.list(kinds.POD_GROUP).items == []
+    assert "annotations" not in pod_of(ctx, "train-abcde")["metadata"]
+
+
+class WithoutJobSets(MemoryStore):
+    """An API server without the JobSet CRD: listing JobSets is a 404."""
+
+    def list(self, rt: Any, *args: Any, **kw: Any) -> Any:
+        if rt is kinds.JOB_SET:
+            raise NotFound("the server could not find the requested resource")
+        return super().list(rt, *args, **kw)
+
+
+def test_a_workload_kind_the_server_does_not_serve_is_not_watched_and_the_rest_works() -> None:
+    clock = VirtualClock()
+    ctx = ctx_of(WithoutJobSets(clock=clock.now, auto_namespaces=True))
+    gangs = ImplicitGangController()
+    ctx.store.create(job())
+    ctx.store.create(job_pod("train-abcde"))
+    gangs.reconcile(ctx)
+    assert "JobSet" not in gangs.owners
+    assert pod_of(ctx, "train-abcde")["metadata"]["labels"][POD_GROUP_LABEL] == "train"
+
+
+def lws(name: str, replicas: int = 1, size: int = 2) -> Obj:
+    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicas": replicas, "leaderWorkerTemplate": {"size": size, "workerTemplate": {"spec": {
+                "containers": [{"name": "main", "image": "busybox"}]}}}}}
+
+
+@pytest.mark.parametrize(("name", "hashed"), [("serve", False), ("l" * 62, True)])
+def test_a_leaderworkerset_group_name_too_long_for_a_label_becomes_its_group_key(name: str, hashed: bool) -> None:
+    """LeaderWorkerSet labels each group by ``group-key``, the SHA-1 of ``<namespace>/<lws>-<group>``,
+    whatever the name's length (kubernetes-sigs/lws pod webhook); a PodGroup name must fit in the
+    ``drasched.io/pod-group`` label (63 characters), so a longer ``<lws>-<group>`` becomes that key."""
+    from drasched.controllers.workloads.leaderworkerset import LeaderWorkerSetController
+
+    ctx = ctx_of()
+    ctx.store.create(lws(name))
+    for _ in range(3):
+        LeaderWorkerSetController().reconcile(ctx)
+    gangs = ImplicitGangController()
+    gangs.reconcile(ctx)
+    want = group_key("default", name, 0) if hashed else f"{name}-0"
+    assert len(want) <= 63
+    (group,) = ctx.store.list(kinds.POD_GROUP).items
+    assert (group["metadata"]["name"], group["spec"]["minMember"]) == (want, 2)
+    pods = ctx.store.list(kinds.POD).items
+    assert len(pods) == 2
+    assert {p["metadata"]["labels"][POD_GROUP_LABEL] for p in pods} == {want}
