@@ -127,6 +127,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from drasched.bench.workloads import DEFAULT_NODES, WORKLOADS
 
+    if args.workload in ("replay", "churn"):
+        return _cmd_bench_long(args)
     names = list(WORKLOADS) if args.workload == "all" else [args.workload]
     if args.profile and not args.log_dir:
         print("drasched bench: --profile needs --log-dir (where the samples go)", file=sys.stderr)
@@ -160,6 +162,23 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
         for line in summarize(cluster_results):
             print(line)
+    return 0
+
+
+def _cmd_bench_long(args: argparse.Namespace) -> int:
+    """``replay`` (one full cycle over a large cluster, embedded) and ``churn`` (RSS over a long run)."""
+    if args.workload == "replay":
+        from drasched.bench.replay import DEFAULT_NODES, DEFAULT_PODS, run_replay
+
+        lines = run_replay(args.nodes or DEFAULT_NODES, args.pods or DEFAULT_PODS).lines()
+    else:
+        from drasched.bench.churn import run_churn
+
+        result = run_churn(args.nodes or 50, args.duration, args.interval, args.in_flight, args.log_dir,
+                           setup_timeout=args.timeout)
+        lines = result.lines()
+    for line in lines:
+        print(line, flush=True)
     return 0
 
 
@@ -327,7 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
     from drasched.bench.workloads import WORKLOADS
 
     bench = sub.add_parser("bench", help="measure scheduling throughput on fixed workloads")
-    bench.add_argument("workload", choices=[*WORKLOADS, "all"])
+    bench.add_argument("workload", choices=[*WORKLOADS, "all", "replay", "churn"],
+                       help="replay: one full cycle over 4,000 nodes x 8 GPUs and 140,000 pods, embedded; "
+                            "churn: pods created and completed for --duration, drasched serve's RSS over time")
     bench.add_argument("--scheduler", choices=["drasched", "kube-scheduler", "both"], default="both")
     bench.add_argument("--embedded", action="store_true", help="drasched alone on the in-memory store")
     bench.add_argument("--nodes", type=int, help="cluster size (default: the workload's own)")
@@ -336,6 +357,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--profile", action="store_true",
                        help="run drasched under py-spy; samples go to --log-dir (pip install py-spy)")
     bench.add_argument("--api-ceiling", action="store_true", help="also measure the API server's write ceiling")
+    bench.add_argument("--pods", type=int, help="replay: pods in all (default 140,000)")
+    bench.add_argument("--duration", type=float, default=1800.0, help="churn: seconds to run (default 30 minutes)")
+    bench.add_argument("--interval", type=float, default=30.0, help="churn: seconds between RSS samples")
+    bench.add_argument("--in-flight", type=int, default=10, help="churn: pods kept waiting to be placed")
     bench.set_defaults(func=_cmd_bench)
     return parser
 

@@ -1,0 +1,233 @@
+"""``drasched bench replay``: one full scheduling cycle over a large, busy GPU cluster, embedded.
+
+The shape is the largest published replay of a GPU batch scheduler: 4,000 nodes with 8 GPUs
+each and 140,000 pods, against which that scheduler reported 2.2 s of snapshot and 0.3 s of
+actions per cycle. The pods here make a cluster in the middle of its day:
+
+* 90% of the nodes run a gang of 8 one-GPU pods each (a PodGroup per gang, 10 queues);
+* 1 pod in 14 waits: gangs of 8 one-GPU pods spread over the same queues, more than the
+  free GPUs hold, so the cycle places some gangs and finds no room for the rest;
+* every other pod is a small CPU-only pod, bound, spread evenly over all nodes.
+
+GPUs are device-plugin GPUs (``nvidia.com/gpu`` in the nodes' allocatable), as in the
+published replay. The whole scheduler runs as it does in a cluster (its controller: cache
+sync, snapshot, actions, the BindRequest writes) over the in-memory store, so the figure is
+the scheduler's own cost without API round trips. ``--nodes`` and ``--pods`` scale the shape
+down (tests run it tiny).
+"""
+
+from __future__ import annotations
+
+import gc
+import resource
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from drasched.api import kinds
+from drasched.sim.clock import VirtualClock
+from drasched.sim.context import SimContext
+from drasched.store.memory import MemoryStore
+
+Obj = dict[str, Any]
+NAMESPACE = "replay"
+GPU = "nvidia.com/gpu"
+GROUP_LABEL = "drasched.io/pod-group"
+GANG = 8
+"""Pods per gang; one GPU each, so a running gang fills one node of 8 GPUs."""
+QUEUES = 10
+BUSY_SHARE = 0.9
+"""Nodes whose GPUs run a gang when the cycle starts."""
+PENDING_SHARE = 14
+"""1 pod in this many waits to be placed."""
+DEFAULT_NODES, DEFAULT_PODS, GPUS_PER_NODE = 4000, 140_000, 8
+
+
+@dataclass(frozen=True)
+class ReplayShape:
+    """How many of each pod a ``nodes`` / ``pods`` replay has (:func:`shape`)."""
+
+    nodes: int
+    gpus_per_node: int
+    running_gangs: int
+    pending_gangs: int
+    cpu_pods: int
+
+    @property
+    def pods(self) -> int:
+        return (self.running_gangs + self.pending_gangs) * GANG + self.cpu_pods
+
+    @property
+    def free_gpus(self) -> int:
+        return self.nodes * self.gpus_per_node - self.running_gangs * GANG
+
+
+def shape(nodes: int = DEFAULT_NODES, pods: int = DEFAULT_PODS, gpus_per_node: int = GPUS_PER_NODE) -> ReplayShape:
+    running = min(int(nodes * BUSY_SHARE) * gpus_per_node // GANG, pods // GANG)
+    pending = max(1, (pods // PENDING_SHARE) // GANG)
+    cpu = max(0, pods - (running + pending) * GANG)
+    return ReplayShape(nodes, gpus_per_node, running, pending, cpu)
+
+
+def _node(i: int, gpus: int) -> Obj:
+    name = f"node-{i:05d}"
+    alloc = {"cpu": "128", "memory": "1Ti", "pods": "250", GPU: str(gpus)}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "rack": f"rack-{i // 16:03d}"}},
+            "status": {"allocatable": alloc, "capacity": dict(alloc),
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def _pod(name: str, *, gpus: int = 0, group: str | None = None, node: str | None = None) -> Obj:
+    requests = {"cpu": "4" if gpus else "100m", "memory": "32Gi" if gpus else "128Mi"}
+    resources: Obj = {"requests": requests}
+    if gpus:
+        requests[GPU] = str(gpus)
+        resources["limits"] = {GPU: str(gpus)}
+    spec: Obj = {"schedulerName": "drasched",
+                 "containers": [{"name": "main", "image": "trainer" if gpus else "svc", "resources": resources}]}
+    if node is not None:
+        spec["nodeName"] = node
+    md: Obj = {"name": name, "namespace": NAMESPACE}
+    if group is not None:
+        md["labels"] = {GROUP_LABEL: group}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": spec}
+
+
+def _group(name: str, queue: int) -> Obj:
+    return {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": NAMESPACE}, "spec": {"minMember": GANG, "queue": f"q{queue}"}}
+
+
+def cluster_objects(s: ReplayShape) -> Iterator[tuple[Obj, bool]]:
+    """Every object of the replay, with whether it is a pod already running."""
+    quota = str(s.nodes * s.gpus_per_node // QUEUES)
+    for q in range(QUEUES):
+        yield {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "Queue", "metadata": {"name": f"q{q}"},
+               "spec": {"resources": {GPU: {"quota": quota}}}}, False
+    for i in range(s.nodes):
+        yield _node(i, s.gpus_per_node), False
+    per_node = s.gpus_per_node // GANG or 1
+    for g in range(s.running_gangs):
+        name = f"run-{g:05d}"
+        yield _group(name, g % QUEUES), False
+        node = f"node-{g // per_node:05d}"
+        for m in range(GANG):
+            yield _pod(f"{name}-{m}", gpus=1, group=name, node=node), True
+    for c in range(s.cpu_pods):
+        yield _pod(f"svc-{c:06d}", node=f"node-{c % s.nodes:05d}"), True
+    for g in range(s.pending_gangs):
+        name = f"wait-{g:05d}"
+        yield _group(name, g % QUEUES), False
+        for m in range(GANG):
+            yield _pod(f"{name}-{m}", gpus=1, group=name), False
+
+
+def build_store(s: ReplayShape) -> tuple[MemoryStore, VirtualClock]:
+    """The replay cluster in a memory store (the collector off while it fills: BENCHMARKS.md)."""
+    clock = VirtualClock()
+    store = MemoryStore(clock=clock.now, auto_namespaces=True)
+    gc.disable()
+    try:
+        for obj, running in cluster_objects(s):
+            stored = store.create(obj)
+            if running:
+                stored["status"] = {**(stored.get("status") or {}), "phase": "Running"}
+                store.update_status(stored)
+    finally:
+        gc.enable()
+    return store, clock
+
+
+class _WriteTimer:
+    """Times the store's creates (the cycle's BindRequest writes) apart from the cycle's thinking."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.seconds = 0.0
+        inner: Callable[[Obj], Obj] = store.create
+
+        def create(obj: Obj) -> Obj:
+            t0 = time.perf_counter()
+            try:
+                return inner(obj)
+            finally:
+                self.seconds += time.perf_counter() - t0
+
+        store.create = create  # type: ignore[method-assign]
+
+
+@dataclass
+class CycleCost:
+    """One scheduler round: wall seconds in all, the actions' share, the writes' share, CPU."""
+
+    seconds: float
+    actions: float | None
+    writes: float
+    cpu: float
+    placed: int
+
+    @property
+    def snapshot(self) -> float | None:
+        """Cache sync + snapshot: what is left of the round once actions and writes are taken out."""
+        return None if self.actions is None else max(0.0, self.seconds - self.actions - self.writes)
+
+
+@dataclass
+class ReplayResult:
+    shape: ReplayShape
+    fill_seconds: float
+    first: CycleCost
+    second: CycleCost
+    peak_rss_mib: float
+
+    def lines(self) -> list[str]:
+        s = self.shape
+        out = [f"replay  nodes={s.nodes} x {s.gpus_per_node} GPUs  pods={s.pods} "
+               f"({s.running_gangs * GANG} running in {s.running_gangs} gangs, {s.cpu_pods} CPU-only running, "
+               f"{s.pending_gangs * GANG} waiting in {s.pending_gangs} gangs; {s.free_gpus} GPUs free)",
+               f"replay  store filled in {self.fill_seconds:.2f} s"]
+        for label, c in (("full cycle", self.first), ("next cycle", self.second)):
+            split = "" if c.actions is None or c.snapshot is None else (
+                f"  (cache sync + snapshot {c.snapshot:.3f} s, actions {c.actions:.3f} s, "
+                f"BindRequest writes {c.writes:.3f} s)")
+            out.append(f"replay  {label:<10} {c.seconds:8.3f} s wall  {c.cpu:8.3f} s CPU  placed {c.placed}{split}")
+        out.append(f"replay  peak RSS {self.peak_rss_mib:.0f} MiB")
+        return out
+
+
+def _one_round(scheduler: Any, ctx: SimContext, writes: _WriteTimer, store: MemoryStore) -> CycleCost:
+    before = sum(1 for _ in store.iter_kind(kinds.BIND_REQUEST))
+    writes.seconds = 0.0
+    gc.disable()  # the cycle's objects die by reference counting; a full collection is noise here
+    try:
+        t0, c0 = time.perf_counter(), time.process_time()
+        scheduler.reconcile(ctx)
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    finally:
+        gc.enable()
+    last = getattr(scheduler, "last", None)
+    actions = getattr(last, "seconds", None)
+    placed = sum(1 for _ in store.iter_kind(kinds.BIND_REQUEST)) - before
+    return CycleCost(seconds, float(actions) if actions is not None else None, writes.seconds, cpu, placed)
+
+
+def run_replay(nodes: int = DEFAULT_NODES, pods: int = DEFAULT_PODS) -> ReplayResult:
+    """Fill the store, then run the scheduler's first cycle (it sees everything: the full cost)
+    and the one after it (nothing new but its own BindRequests)."""
+    from drasched.scheduler.controller import SchedulerController
+
+    s = shape(nodes, pods)
+    t0 = time.perf_counter()
+    store, clock = build_store(s)
+    fill = time.perf_counter() - t0
+    gc.collect()
+    gc.freeze()  # the filled store is long-lived: keep it out of the collector's generations
+    ctx = SimContext(store, clock)
+    scheduler = SchedulerController()
+    writes = _WriteTimer(store)
+    first = _one_round(scheduler, ctx, writes, store)
+    second = _one_round(scheduler, ctx, writes, store)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    gc.unfreeze()
+    return ReplayResult(s, fill, first, second, peak)
