@@ -246,9 +246,11 @@ def wait_quiet(store: KubeStore, quiet: float = QUIET_SECONDS, timeout: float = 
 class Serving:
     """``run`` in a thread, as ``drasched serve`` runs it, until ``stop``."""
 
-    def __init__(self, cluster: LocalCluster, claims_only: bool = False, store: KubeStore | None = None) -> None:
-        """``store``: the identity serve runs as (default: the cluster's admin)."""
-        controllers = build_controllers(enable_claim_controller=True)
+    def __init__(self, cluster: LocalCluster, claims_only: bool = False, store: KubeStore | None = None,
+                 without: tuple[str, ...] = ()) -> None:
+        """``store``: the identity serve runs as (default: the cluster's admin); ``without``: the
+        names of controllers left out."""
+        controllers = [c for c in build_controllers(enable_claim_controller=True) if c.name not in without]
         if claims_only:
             controllers = [c for c in controllers if c.name == "resourceclaim-controller"]
         self.stop = threading.Event()
