@@ -33,8 +33,9 @@ to the decision record.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import timedelta
 from typing import Any
 
@@ -76,6 +77,8 @@ from drasched.store.base import ClusterStore
 from drasched.store.informer import Informer
 
 Obj = dict[str, Any]
+
+log = logging.getLogger(__name__)
 
 __all__ = ["CLAIMS_VALID_CONDITION", "ResourceClaimController"]
 
@@ -327,10 +330,22 @@ class ResourceClaimController:
             self.queue.done(item)
             self.queue.add(item)
         wrote = any([self._process(item, now) for item in groups]) or bool(later)
+        wrote = self._process_all(pods, now) or wrote
+        return self._process_all(claims, now) or wrote
+
+    def _process_all(self, items: list[str], now: float) -> bool:
+        """Sync ``items`` side by side and wait for every one of them.
+
+        Not ``Executor.map``: when one call raises, it cancels the calls not yet started,
+        and their keys, taken from the queue, would stay held forever (``done`` never
+        called: the key is never handed out again) and their pods marked as waiting for
+        this controller (:meth:`queued`), so the scheduler would never report them.
+        """
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="claim-controller")
-        wrote = any(list(self._pool.map(lambda i: self._process(i, now), pods))) or wrote
-        return any(list(self._pool.map(lambda i: self._process(i, now), claims))) or wrote
+        futures = [self._pool.submit(self._process, item, now) for item in items]
+        wait(futures)
+        return any([f.result() for f in futures])
 
     def _created(self, item: str) -> tuple[str, str]:
         _, key = _split(item)
@@ -356,6 +371,15 @@ class ResourceClaimController:
                 self.queue.forget(item)
                 self._warn_once(item, key, "ResourceClaimControllerError",
                                 f"{exc.message}; will retry when something changes")
+            wrote = False
+        except Exception:
+            # Any other failure (a write refused by serve's leadership fence while the Lease
+            # cannot be renewed, a bug) is retried with backoff too, as upstream's
+            # processNextWorkItem does for every error: a key dropped here would leave its
+            # pod without claims and without a word until something else touches it.
+            self.queue.add_rate_limited(item, now)
+            if self.queue.backoff.failures(item) == 1:  # once per streak, not per retry
+                log.exception("%s: sync of %s failed; retrying with backoff", self.name, item)
             wrote = False
         else:
             self.queue.forget(item)

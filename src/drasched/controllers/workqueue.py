@@ -4,9 +4,12 @@ Event handlers ``add`` keys; a worker takes one with ``get``, syncs it and calls
 A key is queued at most once however often it is added (dedup), keys come out in the
 order they were first added (FIFO, so an embedded run is deterministic), and a key added
 while a worker holds it is queued again once that worker is done (never two workers on
-one key). A failed sync re-adds its key with ``add_rate_limited``: per-key exponential
-backoff (client-go's ``ItemExponentialFailureRateLimiter``: 5 ms doubling up to 1000 s),
-reset by ``forget`` after a success.
+one key). A failed sync re-adds its key with ``add_rate_limited``, delayed as client-go's
+``DefaultControllerRateLimiter`` does: the longer of a per-key exponential backoff
+(``ItemExponentialFailureRateLimiter``: 5 ms doubling up to 1000 s, reset by ``forget``
+after a success) and an overall token bucket (``BucketRateLimiter``: 10 retries a second,
+bursts of 100), so that many keys failing at once (the API server away) come back spread
+out rather than in one instant.
 
 Non-blocking and clock-free: callers pass ``now`` (seconds on their clock, virtual in
 ``drasched simulate``), ``promote`` moves retries that are due into the queue, and
@@ -30,6 +33,12 @@ BASE_DELAY = 0.005
 MAX_DELAY = 1000.0
 """The longest backoff of a key that keeps failing (client-go's cap)."""
 
+RETRY_QPS = 10.0
+"""Retries per second over all keys (client-go ``DefaultControllerRateLimiter``'s bucket)."""
+
+RETRY_BURST = 100
+"""Retries the bucket lets through at once before ``RETRY_QPS`` applies."""
+
 
 class ExponentialBackoff(Generic[K]):
     """Per-key delays ``base * 2**failures``, capped; ``forget`` starts a key over."""
@@ -52,11 +61,37 @@ class ExponentialBackoff(Generic[K]):
         self._failures.pop(key, None)
 
 
+class TokenBucket:
+    """Overall retry pacing: ``qps`` tokens a second, at most ``burst`` saved up.
+
+    As ``golang.org/x/time/rate``'s ``Reserve().Delay()``: each retry takes a token now
+    or, when none is left, waits until its token will have accrued (the count goes
+    negative, so retries line up behind each other). Clock-free: callers pass ``now``.
+    """
+
+    def __init__(self, qps: float = RETRY_QPS, burst: int = RETRY_BURST) -> None:
+        self.qps = qps
+        self.burst = burst
+        self._tokens = float(burst)
+        self._last: float | None = None
+
+    def delay(self, now: float) -> float:
+        """Seconds until this retry's token is there (0 while the burst lasts); takes it."""
+        if self._last is None:
+            self._last = now
+        elif now > self._last:
+            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+            self._last = now
+        self._tokens -= 1.0
+        return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+
+
 class WorkQueue(Generic[K]):
     """Dedup, FIFO, one worker per key, delayed re-adds (see the module docstring)."""
 
-    def __init__(self, backoff: ExponentialBackoff[K] | None = None) -> None:
+    def __init__(self, backoff: ExponentialBackoff[K] | None = None, bucket: TokenBucket | None = None) -> None:
         self.backoff: ExponentialBackoff[K] = backoff or ExponentialBackoff()
+        self.bucket = bucket or TokenBucket()
         self._lock = threading.Lock()
         self._queue: OrderedDict[K, None] = OrderedDict()
         self._dirty: set[K] = set()
@@ -82,8 +117,11 @@ class WorkQueue(Generic[K]):
             heapq.heappush(self._waiting, (ready_at, next(self._seq), key))
 
     def add_rate_limited(self, key: K, now: float) -> float:
-        """Retry ``key`` after its backoff; returns when it becomes ready."""
-        ready_at = now + self.backoff.when(key)
+        """Retry ``key`` after the longer of its backoff and the bucket's delay; returns when
+        it becomes ready."""
+        with self._lock:
+            delay = max(self.backoff.when(key), self.bucket.delay(now))
+        ready_at = now + delay
         self.add_after(key, ready_at)
         return ready_at
 

@@ -25,7 +25,7 @@ import bisect
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,10 +88,12 @@ class KindFeed:
         self._floor = 0
         """Entries with a sequence at or below this were trimmed: older cursors start over."""
         self._synced = threading.Event()
-        self.reflector = Reflector(
+        self.relists = 0
+        """Relists after the first list (a watch that got 410 Gone or kept failing)."""
+        self.reflector = _ReplacingReflector(
             owner.store, rt,
             on_add=self._touch_obj, on_update=lambda _old, new: self._touch_obj(new), on_delete=self._touch_obj,
-            watch_timeout=watch_timeout, transform=strip_managed_fields,
+            watch_timeout=watch_timeout, transform=strip_managed_fields, on_replace=self._replaced,
         )
         self._thread = threading.Thread(target=self._run, name=f"informer-{rt.plural}", daemon=True)
 
@@ -131,6 +133,26 @@ class KindFeed:
                 del self._keys[:drop]
         self._owner._notify()
 
+    def _replaced(self) -> None:
+        """A relist replaced the cache: every consumer starts over from the whole kind.
+
+        As client-go's DeltaFIFO ``Replace`` hands every listed object to every handler
+        again (an update even when nothing changed), not only those whose version moved:
+        a relist follows a watch that broke (the API server away, 410 Gone), and a
+        consumer may have dropped or parked work meanwhile (a sync that failed while the
+        server was down waits in its backoff); starting over re-examines every key, now.
+        What did change (deleted, modified or added while no watch ran) was already
+        logged by the reflector's diff.
+        """
+        if not self._synced.is_set():
+            return  # the first list: every consumer starts from the whole cache anyway
+        with self._lock:
+            self.relists += 1
+            self._floor = self._owner._next_seq()
+            self._seqs.clear()
+            self._keys.clear()
+        self._owner._notify()
+
     @property
     def synced(self) -> bool:
         """Whether the first list is in; polls answer None before."""
@@ -168,6 +190,18 @@ class KindFeed:
 
     def wait_synced(self, timeout: float) -> bool:
         return self._synced.wait(timeout)
+
+
+class _ReplacingReflector(Reflector):
+    """A Reflector that tells its feed when a relist replaced the cache (see ``KindFeed._replaced``)."""
+
+    def __init__(self, *args: Any, on_replace: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.on_replace = on_replace
+
+    def relist(self) -> None:
+        super().relist()
+        self.on_replace()
 
 
 class SharedInformers:

@@ -1,9 +1,12 @@
 """The claim controller's work queue behaves as client-go's ``workqueue`` (dedup, FIFO,
-one worker per key, per-key exponential backoff: ``ItemExponentialFailureRateLimiter``)."""
+one worker per key) with its ``DefaultControllerRateLimiter`` (per-key exponential backoff,
+``ItemExponentialFailureRateLimiter`` 5 ms..1000 s, and an overall ``BucketRateLimiter`` of
+10 retries a second in bursts of 100; staging/src/k8s.io/client-go/util/workqueue/
+default_rate_limiters.go)."""
 
 from __future__ import annotations
 
-from drasched.controllers.workqueue import ExponentialBackoff, WorkQueue
+from drasched.controllers.workqueue import ExponentialBackoff, TokenBucket, WorkQueue
 
 
 def _drain(q: WorkQueue[str]) -> list[str]:
@@ -63,3 +66,29 @@ def test_delayed_keys_wait_for_their_time_then_join_the_queue_once() -> None:
     assert q.next_ready_at() == 10.0
     q.promote(10.0)
     assert _drain(q) == ["late"] and q.next_ready_at() is None
+
+
+def test_the_bucket_lets_a_burst_of_100_retries_through_then_10_a_second() -> None:
+    bucket = TokenBucket()
+    assert [bucket.delay(50.0) for _ in range(100)] == [0.0] * 100
+    assert [round(bucket.delay(50.0), 6) for _ in range(3)] == [0.1, 0.2, 0.3]  # lined up behind each other
+    # 1 s later 10 tokens came back, 3 of them owed to the retries already lined up
+    assert [bucket.delay(51.0) for _ in range(7)] == [0.0] * 7 and round(bucket.delay(51.0), 6) == 0.1
+    assert bucket.delay(200.0) == 0.0  # a long quiet spell refills the bucket (never beyond the burst)
+
+
+def test_many_keys_failing_at_once_come_back_spread_out_not_all_in_one_instant() -> None:
+    """The server away: every key fails in the same instant. Each is a first failure (5 ms
+    of backoff), but past the burst the overall bucket spaces the retries 100 ms apart."""
+    q: WorkQueue[str] = WorkQueue()
+    ready = [q.add_rate_limited(f"k{i}", now=10.0) for i in range(120)]
+    assert ready[:100] == [10.005] * 100
+    assert [round(r, 6) for r in ready[100:103]] == [10.1, 10.2, 10.3]
+    assert round(ready[-1], 6) == 12.0
+
+
+def test_a_retry_waits_for_the_longer_of_its_own_backoff_and_the_bucket() -> None:
+    q: WorkQueue[str] = WorkQueue(ExponentialBackoff(base=1.0, cap=1000.0), TokenBucket(qps=10.0, burst=1))
+    assert q.add_rate_limited("k", now=0.0) == 1.0  # its backoff: the bucket had a token
+    assert round(q.add_rate_limited("other", now=0.0), 6) == 1.0  # first failure, but the bucket is empty: 0.1 s
+    assert q.add_rate_limited("k", now=0.0) == 2.0  # its backoff (2 s) outlasts the bucket's 0.2 s
