@@ -84,6 +84,23 @@ def job(ns: str, name: str) -> Obj:
             "spec": {"template": {"spec": spec}}}
 
 
+def stateful_set(ns: str, name: str) -> Obj:
+    spec = {**deployment(ns, name)["spec"], "serviceName": "train"}
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def failure_policy(*rules: Obj) -> Callable[[Obj], None]:
+    """A Job with ``spec.podFailurePolicy`` holding ``rules``."""
+    return at("spec.podFailurePolicy", {"rules": list(rules)})
+
+
+EXIT_1 = {"operator": "In", "values": [1]}
+
+
+def with_rules(count: int) -> Callable[[Obj], None]:
+    return failure_policy(*[{"action": "Count", "onExitCodes": EXIT_1}] * count)
+
+
 def pod_group(ns: str, name: str) -> Obj:
     return {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "PodGroup",
             "metadata": {"name": name, "namespace": ns}, "spec": {"minMember": 2}}
@@ -370,6 +387,90 @@ RULES = [
          'Unsupported value: "Sometimes": supported values: "NonIndexed", "Indexed"'),
     Rule("job-restart-policy-always", job, at("spec.template.spec.restartPolicy", "Always"),
          "spec.template.spec.restartPolicy", 'Required value: valid values: "OnFailure", "Never"'),
+    # pkg/apis/batch/validation validatePodFailurePolicy, validatePodReplacementPolicy (v1.36.3).
+    Rule("job-failure-policy-action-missing", job, failure_policy({"onExitCodes": EXIT_1}),
+         "spec.podFailurePolicy.rules[0].action",
+         'Required value: valid values: ["Count" "FailIndex" "FailJob" "Ignore"]'),
+    Rule("job-failure-policy-action-unsupported", job, failure_policy({"action": "Retry", "onExitCodes": EXIT_1}),
+         "spec.podFailurePolicy.rules[0].action",
+         'Unsupported value: "Retry": supported values: "Count", "FailIndex", "FailJob", "Ignore"'),
+    Rule("job-fail-index-needs-backoff-per-index", job,
+         failure_policy({"action": "FailIndex", "onExitCodes": EXIT_1}), "spec.podFailurePolicy.rules[0].action",
+         'Invalid value: "FailIndex": requires the backoffLimitPerIndex to be set'),
+    Rule("job-failure-policy-21-rules", job, with_rules(21), "spec.podFailurePolicy.rules",
+         "Too many: 21: must have at most 20 items"),
+    Rule("job-failure-policy-no-requirement", job, failure_policy({"action": "Ignore"}),
+         "spec.podFailurePolicy.rules[0]",
+         "Invalid value: specifying one of OnExitCodes and OnPodConditions is required"),
+    Rule("job-failure-policy-both-requirements", job, failure_policy(
+         {"action": "Ignore", "onExitCodes": EXIT_1,
+          "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}),
+         "spec.podFailurePolicy.rules[0]",
+         "Invalid value: specifying both OnExitCodes and OnPodConditions is not supported"),
+    Rule("job-failure-policy-exit-code-operator", job,
+         failure_policy({"action": "Count", "onExitCodes": {"operator": "Within", "values": [1]}}),
+         "spec.podFailurePolicy.rules[0].onExitCodes.operator",
+         'Unsupported value: "Within": supported values: "In", "NotIn"'),
+    Rule("job-failure-policy-exit-code-zero-in", job,
+         failure_policy({"action": "FailJob", "onExitCodes": {"operator": "In", "values": [0, 1]}}),
+         "spec.podFailurePolicy.rules[0].onExitCodes.values[0]", "Invalid value: 0: must not be 0 for the In operator"),
+    Rule("job-failure-policy-exit-codes-unordered", job,
+         failure_policy({"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [3, 1]}}),
+         "spec.podFailurePolicy.rules[0].onExitCodes.values", "Invalid value: [3,1]: must be ordered"),
+    Rule("job-failure-policy-exit-codes-duplicate", job,
+         failure_policy({"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [1, 1]}}),
+         "spec.podFailurePolicy.rules[0].onExitCodes.values[1]", "Duplicate value: 1"),
+    Rule("job-failure-policy-exit-codes-empty", job,
+         failure_policy({"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": []}}),
+         "spec.podFailurePolicy.rules[0].onExitCodes.values", "Invalid value: []: at least one value is required"),
+    Rule("job-failure-policy-256-exit-codes", job,
+         failure_policy({"action": "FailJob", "onExitCodes": {"operator": "In", "values": list(range(1, 257))}}),
+         "spec.podFailurePolicy.rules[0].onExitCodes.values", "Too many: 256: must have at most 255 items"),
+    Rule("job-failure-policy-unknown-container", job,
+         failure_policy({"action": "FailJob", "onExitCodes": {"containerName": "sidecar", **EXIT_1}}),
+         "spec.podFailurePolicy.rules[0].onExitCodes.containerName",
+         'Invalid value: "sidecar": must be one of the container or initContainer names in the pod template'),
+    Rule("job-failure-policy-condition-status", job,
+         failure_policy({"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "Maybe"}]}),
+         "spec.podFailurePolicy.rules[0].onPodConditions[0].status",
+         'Unsupported value: "Maybe": supported values: "False", "True", "Unknown"'),
+    Rule("job-failure-policy-condition-type", job,
+         failure_policy({"action": "Ignore", "onPodConditions": [{"type": "not a type", "status": "True"}]}),
+         "spec.podFailurePolicy.rules[0].onPodConditions[0].type", "name part must consist of alphanumeric characters"),
+    Rule("job-failure-policy-21-conditions", job, failure_policy({"action": "Ignore", "onPodConditions": [
+         {"type": f"Condition{i}", "status": "True"} for i in range(21)]}),
+         "spec.podFailurePolicy.rules[0].onPodConditions", "Too many: 21: must have at most 20 items"),
+    Rule("job-failure-policy-needs-restart-never", job, lambda obj: (
+         with_rules(1)(obj), at("spec.template.spec.restartPolicy", "OnFailure")(obj)),
+         "spec.template.spec.restartPolicy",
+         'Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified'),
+    Rule("job-replacement-policy-with-failure-policy", job, lambda obj: (
+         with_rules(1)(obj), at("spec.podReplacementPolicy", "TerminatingOrFailed")(obj)),
+         "spec.podReplacementPolicy", 'Unsupported value: "TerminatingOrFailed": supported values: "Failed"'),
+    Rule("job-replacement-policy", job, at("spec.podReplacementPolicy", "Sometimes"), "spec.podReplacementPolicy",
+         'Unsupported value: "Sometimes": supported values: "Failed", "TerminatingOrFailed"'),
+    # pkg/apis/apps/validation ValidateStatefulSetSpec: serviceName, when set, is IsDNS1123Label's.
+    Rule("statefulset-service-name", stateful_set, at("spec.serviceName", "Train_Svc"), "spec.serviceName",
+         'Invalid value: "Train_Svc": a lowercase RFC 1123 label must consist of'),
+    Rule("statefulset-service-name-dots", stateful_set, at("spec.serviceName", "train.svc"), "spec.serviceName",
+         'Invalid value: "train.svc": must not contain dots'),
+    Rule("statefulset-service-name-over-63", stateful_set, at("spec.serviceName", "s" * 64), "spec.serviceName",
+         "must be no more than 63 characters"),
+    # the registry labels a Job's pod template with job-name=<name> before validation
+    Rule("job-name-over-63", job, at("metadata.name", "j" * 64), "spec.template.labels",
+         f'Invalid value: "{"j" * 64}": must be no more than 63 bytes'),
+    # an absent spec is Go's zero spec, validated all the same
+    Rule("job-without-spec", job, at("spec", None), "spec.template.spec.containers", "Required value"),
+    Rule("deployment-without-spec", deployment, at("spec", None), "spec.selector", "Required value"),
+    Rule("pod-without-spec", pod, at("spec", None), "spec.containers", "Required value"),
+    # ValidateNode: a node's capacity and allocatable (kept on create) pass ValidateResourceQuantityValue.
+    Rule("node-negative-allocatable", node, at("status", {"allocatable": {"pods": "-1"}}), "status.allocatable.pods",
+         'Invalid value: "-1": must be greater than or equal to 0'),
+    Rule("node-fractional-extended-capacity", node, at("status", {"capacity": {"nvidia.com/gpu": "0.5"}}),
+         "status.capacity.nvidia.com/gpu", 'Invalid value: "500m": must be an integer'),
+    Rule("slice-duplicate-counter-set", resource_slice, lambda obj: (
+         with_shared_counter("mem")(obj), obj["spec"]["sharedCounters"].append(obj["spec"]["sharedCounters"][0])),
+         "spec.sharedCounters[1]", 'Duplicate value: "set"'),
     # pkg/apis/scheduling/validation.
     Rule("priority-over-1e9", priority_class, at("value", 1_000_000_001), "value",
          "Forbidden: maximum allowed value of a user defined priority is 1000000000"),
@@ -390,6 +491,17 @@ ACCEPTED = [
     Rule("claim-count-zero", claim, at("spec.devices.requests.0.exactly.count", 0), f"{T}.count", ""),
     # v1.36.3 enforces no limit on a request's tolerations (the v1 type's maxItems=16 is declarative only)
     Rule("claim-17-tolerations", claim, with_many_tolerations, f"{T}.tolerations", ""),
+    # a claim or template without a spec requests nothing, which upstream allows
+    Rule("claim-without-spec", claim, at("spec", None), "spec", ""),
+    Rule("template-without-spec", template, at("spec", None), "spec", ""),
+    # serviceName is optional in 1.36, and a DNS label may start with a digit
+    Rule("statefulset-without-service-name", stateful_set, at("spec.serviceName", ""), "spec.serviceName", ""),
+    Rule("statefulset-service-name-leading-digit", stateful_set, at("spec.serviceName", "1train"), "spec.serviceName",
+         ""),
+    Rule("node-fractional-hugepages", node, at("status", {"capacity": {"hugepages-2Mi": "1.5"}}), "status", ""),
+    Rule("job-failure-policy-valid", job, failure_policy(
+         {"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [1, 42]}},
+         {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}), "spec.podFailurePolicy", ""),
 ]
 """Mutations that look wrong but the API server accepts: drasched must accept them too."""
 

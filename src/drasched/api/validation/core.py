@@ -20,6 +20,7 @@ from drasched.api.validation.names import (
     subdomain_errors,
 )
 from drasched.api.validation.node_selectors import check_node_affinity
+from drasched.api.validation.resource import is_extended_resource_name
 from drasched.quantity import Quantity, QuantityError
 
 Obj = dict[str, Any]
@@ -159,9 +160,7 @@ def _go_pod_resource_claim(rc: Obj) -> str:
 
 def validate_pod(obj: Obj) -> list[Cause]:
     spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        return [required("spec")]
-    return check_pod_spec(spec, "spec")
+    return check_pod_spec(spec if isinstance(spec, dict) else {}, "spec")
 
 
 def check_pod_spec(spec: Obj, spec_path: str) -> list[Cause]:
@@ -200,12 +199,39 @@ def check_pod_spec(spec: Obj, spec_path: str) -> list[Cause]:
     return causes
 
 
+INTEGER_RESOURCES = frozenset({"pods", "resourcequotas", "services", "replicationcontrollers", "secrets",
+                               "configmaps", "persistentvolumeclaims", "services.nodeports",
+                               "services.loadbalancers"})
+"""``helper.IsIntegerResourceName``'s fixed names (extended resources are integers too)."""
+
+
+def _check_node_resources(status: Obj) -> list[Cause]:
+    """``ValidateNode``: every capacity and allocatable quantity passes
+    ``ValidateResourceQuantityValue`` (non-negative; whole for integer resources). Upstream's
+    path is ``field.NewPath("status", "capacity", name)``: dotted, not ``[name]``."""
+    causes: list[Cause] = []
+    for kind in ("capacity", "allocatable"):
+        values: Obj = status[kind] if isinstance(status.get(kind), dict) else {}
+        for name in sorted(values):
+            q = _quantity(values[name])
+            if q is None:
+                continue
+            path = f"status.{kind}.{name}"
+            if q.sign() < 0:
+                causes.append(bad(path, str(q), "must be greater than or equal to 0"))
+            if (name in INTEGER_RESOURCES or is_extended_resource_name(name)) and not q.is_integer():
+                causes.append(bad(path, str(q), "must be an integer"))
+    return causes
+
+
 def validate_node(obj: Obj) -> list[Cause]:
-    """``validateNodeTaints``; upstream roots the path at ``metadata`` (``metadata.taints[0]``)."""
+    """``validateNodeTaints``; upstream roots the path at ``metadata`` (``metadata.taints[0]``).
+    Then the status quantities, which a create keeps for nodes (a kubelet registers with them)."""
+    status = obj.get("status")
+    causes = _check_node_resources(status) if isinstance(status, dict) else []
     spec = obj.get("spec")
     if not isinstance(spec, dict):
-        return []
-    causes: list[Cause] = []
+        return causes
     for i, taint in dict_items(spec.get("taints")):
         path = f"metadata.taints[{i}]"
         causes += check_qualified_name(f"{path}.key", taint.get("key") or "")

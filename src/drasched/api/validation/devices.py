@@ -75,11 +75,16 @@ def check_counter_names(path: str, counters: Any) -> list[Cause]:
 def check_shared_counters(spec: Obj) -> list[Cause]:
     causes: list[Cause] = []
     sets = spec.get("sharedCounters")
+    seen: set[Any] = set()
     for i, counter_set in enumerate(sets if isinstance(sets, list) else []):
         if isinstance(counter_set, dict):
             path = f"spec.sharedCounters[{i}]"
             causes += check_label(f"{path}.name", counter_set.get("name"))
             causes += check_counter_names(f"{path}.counters", counter_set.get("counters"))
+            # validateSet keyed by name: every repeat is named at its own index
+            if counter_set.get("name") in seen:
+                causes.append(duplicate(path, counter_set.get("name")))
+            seen.add(counter_set.get("name"))
     return causes
 
 

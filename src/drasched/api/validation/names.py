@@ -71,6 +71,15 @@ def check_label(field: str, value: Any) -> list[Cause]:
     return causes
 
 
+def dns1123_label_errors(value: str) -> list[str]:
+    """apimachinery's ``IsDNS1123Label`` in its own words: a length error in characters, and a
+    name that would be a valid subdomain told it "must not contain dots"."""
+    errors = ["must be no more than 63 characters"] if len(value) > 63 else []
+    if not _DNS1123_LABEL.match(value):
+        errors.append("must not contain dots" if _DNS1123_SUBDOMAIN.match(value) else LABEL_REGEX_MSG)
+    return errors
+
+
 def check_subdomain(field: str, value: Any) -> list[Cause]:
     if not isinstance(value, str) or not value:
         return [required(field)]

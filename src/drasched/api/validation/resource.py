@@ -259,7 +259,8 @@ def _validate_claim_spec(spec: Any, path: str) -> list[Cause]:
 
 
 def validate_claim(obj: Obj) -> list[Cause]:
-    return _validate_claim_spec(obj.get("spec"), "spec")
+    # an absent spec is Go's zero spec: no requests, which upstream accepts
+    return _validate_claim_spec(obj.get("spec") or {}, "spec")
 
 
 def validate_claim_status(obj: Obj) -> list[Cause]:
@@ -314,11 +315,9 @@ def _check_allocation(allocation: Any, names: dict[str, set[Any]]) -> list[Cause
 
 
 def validate_claim_template(obj: Obj) -> list[Cause]:
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        return [required("spec")]
+    spec = obj.get("spec") or {}
     causes = check_template_metadata(spec.get("metadata"), "spec.metadata")
-    return causes + _validate_claim_spec(spec.get("spec"), "spec.spec")
+    return causes + _validate_claim_spec(spec.get("spec") or {}, "spec.spec")
 
 
 def validate_device_class(obj: Obj) -> list[Cause]:

@@ -11,8 +11,9 @@ from drasched.api.errors import Cause
 from drasched.api.kinds import ResourceType
 from drasched.api.selectors import match_label_selector_object
 from drasched.api.validation.core import check_pod_spec
+from drasched.api.validation.job_policies import check_pod_failure_policy, check_pod_replacement_policy
 from drasched.api.validation.metadata import check_annotations, check_labels
-from drasched.api.validation.names import bad, not_supported, required
+from drasched.api.validation.names import bad, dns1123_label_errors, not_supported, required
 
 Obj = dict[str, Any]
 
@@ -34,10 +35,11 @@ def _template(spec: Obj) -> Obj:
     return template if isinstance(template, dict) else {}
 
 
-def _template_labels(spec: Obj) -> dict[str, str]:
+def _template_labels(spec: Obj) -> dict[str, str] | None:
+    """The template's labels; None when it has none (upstream prints a nil map as null)."""
     md = _template(spec).get("metadata")
     labels = md.get("labels") if isinstance(md, dict) else None
-    return labels if isinstance(labels, dict) else {}
+    return labels if isinstance(labels, dict) else None
 
 
 def _check_template(spec: Obj) -> list[Cause]:
@@ -50,40 +52,47 @@ def _check_template(spec: Obj) -> list[Cause]:
         causes += check_labels(md["labels"], "spec.template.labels")
     if isinstance(md.get("annotations"), dict):
         causes += check_annotations(md["annotations"], "spec.template.annotations")
-    if isinstance(template.get("spec"), dict):
-        causes += check_pod_spec(template["spec"], "spec.template.spec")
+    # an absent template is Go's zero PodTemplateSpec: its spec is validated all the same
+    pod_spec = template.get("spec")
+    causes += check_pod_spec(pod_spec if isinstance(pod_spec, dict) else {}, "spec.template.spec")
     return causes
 
 
 def _check_selector(spec: Obj, word: str | None) -> list[Cause]:
     selector = spec.get("selector")
+    mismatch = bad("spec.template.metadata.labels", _template_labels(spec),
+                   "`selector` does not match template `labels`")
     if not isinstance(selector, dict):
-        return [required("spec.selector")]
+        # a nil selector selects nothing: upstream still compares it with the template's labels
+        return [required("spec.selector"), mismatch]
     if word is not None and not selector.get("matchLabels") and not selector.get("matchExpressions"):
         return [bad("spec.selector", selector, f"empty selector is invalid for {word}")]
-    if not match_label_selector_object(selector, _template_labels(spec)):
-        return [bad("spec.template.metadata.labels", _template_labels(spec),
-                    "`selector` does not match template `labels`")]
+    if not match_label_selector_object(selector, _template_labels(spec) or {}):
+        return [mismatch]
     return []
 
 
 def validate_replicated(obj: Obj, rt: ResourceType) -> list[Cause]:
-    """Deployment, ReplicaSet, StatefulSet."""
+    """Deployment, ReplicaSet, StatefulSet (an absent spec is validated as Go's zero spec)."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
-        return []
+        spec = {}
     causes = _nonnegative("spec.replicas", spec.get("replicas"))
     causes += _check_selector(spec, _EMPTY_SELECTOR_WORD.get(rt.kind))
     policy = spec.get("podManagementPolicy")
     if rt.kind == "StatefulSet" and policy and policy not in ("OrderedReady", "Parallel"):
         causes.append(bad("spec.podManagementPolicy", policy, "must be 'OrderedReady' or 'Parallel'"))
+    service = spec.get("serviceName")
+    if rt.kind == "StatefulSet" and isinstance(service, str) and service:
+        # ValidateStatefulSetSpec: optional, but when set a DNS label (the pods' subdomain)
+        causes += [bad("spec.serviceName", service, msg) for msg in dns1123_label_errors(service)]
     return causes + _check_template(spec)
 
 
 def validate_job(obj: Obj) -> list[Cause]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
-        return []
+        spec = {}
     causes = [c for key in JOB_COUNTS for c in _nonnegative(f"spec.{key}", spec.get(key))]
     mode = spec.get("completionMode") or "NonIndexed"  # empty is unset: defaulted
     if mode not in ("NonIndexed", "Indexed"):
@@ -100,6 +109,13 @@ def validate_job(obj: Obj) -> list[Cause]:
         causes.append(not_supported(path, policy, ["OnFailure", "Never"]))
     elif spec.get("podFailurePolicy") is not None and policy != "Never":
         causes.append(bad(path, policy, 'only "Never" is supported when podFailurePolicy is specified'))
+    name = (obj.get("metadata") or {}).get("name")
+    if isinstance(name, str) and len(name) > 63:
+        # jobStrategy.PrepareForCreate labels the template with the name twice (job-name and
+        # batch.kubernetes.io/job-name), then the labels are validated: one error per label
+        causes += [bad("spec.template.labels", name, "must be no more than 63 bytes")] * 2
+    causes += check_pod_failure_policy(spec, template_spec if isinstance(template_spec, dict) else {})
+    causes += check_pod_replacement_policy(spec)
     if spec.get("manualSelector") is True:  # else the server generates the selector from the Job's uid
         causes += _check_selector(spec, None)
     return causes + _check_template(spec)
