@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
+from drasched.scheduler.snapshot import CHECK_ENV
 from drasched.testing.apiserver import LocalCluster
+
+# Every snapshot built change by change is compared with one built from scratch, in this
+# process and in the serve processes the fault and e2e tests start (they inherit it).
+os.environ.setdefault(CHECK_ENV, "1")
 
 
 @pytest.fixture(scope="session")

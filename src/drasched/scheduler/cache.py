@@ -14,6 +14,7 @@ what changed from the process's shared background watches, without waiting on an
 
 from __future__ import annotations
 
+import bisect
 import gc
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -60,6 +61,10 @@ class SchedulerCache:
         self._kind_generation: dict[ResourceType, int] = dict.fromkeys(self.watched, 0)
         self.generation = 0
         self._cursor: dict[ResourceType, int | None] = dict.fromkeys(self.watched)
+        self._log: dict[ResourceType, list[tuple[int, str]]] = {rt: [] for rt in self.watched}
+        """Per kind, (generation, key) of every change, oldest first: what readers diff against."""
+        self._log_floor: dict[ResourceType, int] = dict.fromkeys(self.watched, 0)
+        """Changes at or before this generation are no longer in the log."""
 
     # ------------------------------------------------------------------ feeding
 
@@ -90,22 +95,24 @@ class SchedulerCache:
         objects = self._objects[rt]
         if delta.full is not None:
             fresh = {_cache_key(k): o for k, o in delta.full.items()}
-            changed = fresh.keys() != objects.keys() or any(objects[k] is not o for k, o in fresh.items())
+            replaced = [k for k, o in fresh.items() if objects.get(k) is not o]
+            replaced += [k for k in objects if k not in fresh]
             self._objects[rt] = fresh
-            if changed:
-                self._bump(rt)
-            return changed
-        changed = False
+            if replaced:
+                self._bump(rt, replaced)
+            return bool(replaced)
+        keys: list[str] = []
         for k, obj in delta.changed.items():
             key = _cache_key(k)
             if obj is None:
-                changed = objects.pop(key, None) is not None or changed
+                if objects.pop(key, None) is not None:
+                    keys.append(key)
             elif objects.get(key) is not obj:
                 objects[key] = obj
-                changed = True
-        if changed:
-            self._bump(rt)
-        return changed
+                keys.append(key)
+        if keys:
+            self._bump(rt, keys)
+        return bool(keys)
 
     def _sync_kind(self, store: ClusterStore, rt: ResourceType) -> bool:
         rv = self._rv[rt]
@@ -138,13 +145,13 @@ class SchedulerCache:
             if was_enabled:
                 gc.enable()
         old = self._objects[rt]
-        changed = fresh.keys() != old.keys() or any(
-            _rv_of(o) != _rv_of(old[k]) for k, o in fresh.items())
+        keys = [k for k, o in fresh.items() if k not in old or _rv_of(o) != _rv_of(old[k])]
+        keys += [k for k in old if k not in fresh]
         self._objects[rt] = fresh
         self._rv[rt] = listed.resource_version if listed is not None else None  # unserved: asked again
-        if changed:
-            self._bump(rt)
-        return changed
+        if keys:
+            self._bump(rt, keys)
+        return bool(keys)
 
     def apply(self, rt: ResourceType, event_type: str, obj: Obj) -> None:
         """Apply one watch event (also used by tests to feed the cache directly)."""
@@ -153,11 +160,17 @@ class SchedulerCache:
             self._objects[rt].pop(key, None)
         else:
             self._objects[rt][key] = obj
-        self._bump(rt)
+        self._bump(rt, (key,))
 
-    def _bump(self, rt: ResourceType) -> None:
+    def _bump(self, rt: ResourceType, keys: Iterable[str]) -> None:
         self.generation += 1
         self._kind_generation[rt] = self.generation
+        log = self._log[rt]
+        log.extend((self.generation, k) for k in keys)
+        if len(log) > 4096 and len(log) > 2 * len(self._objects[rt]):
+            cut = len(log) // 2  # readers this far behind rebuild from the objects instead
+            self._log_floor[rt] = log[cut - 1][0]
+            del log[:cut]
 
     # ------------------------------------------------------------------ reading
 
@@ -167,6 +180,15 @@ class SchedulerCache:
 
     def get(self, rt: ResourceType, key: str) -> Obj | None:
         return self._objects[rt].get(key)
+
+    def changed_since(self, rt: ResourceType, generation: int) -> set[str] | None:
+        """Keys of ``rt`` added, changed or deleted after cache generation ``generation``;
+        ``None`` when the log no longer reaches back that far (read everything instead)."""
+        if generation < self._log_floor[rt]:
+            return None
+        log = self._log[rt]
+        start = bisect.bisect_right(log, generation, key=lambda entry: entry[0])
+        return {k for _, k in log[start:]}
 
     def kind_generation(self, rt: ResourceType) -> int:
         """The cache generation of the last change to this kind (for memoising derived data)."""

@@ -352,7 +352,7 @@ class SchedulerController:
             self._group_messages[key] = message
             ctx.event(g.obj, "Warning", "Unschedulable", message)
             wrote = True
-        for g in snap.groups.values():
+        for g in snap.mismatched:
             for p in g.label_mismatch:
                 if p.uid in self._mismatch_noted:
                     continue

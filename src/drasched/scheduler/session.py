@@ -19,7 +19,7 @@ import numpy as np
 from drasched.dra.allocated_state import AllocatedState
 from drasched.dra.explain import Reason
 from drasched.dra.extended import implicit_name
-from drasched.scheduler.accounting import ALLOCATED, QueueUsage, demand_with_claims, initial_usage
+from drasched.scheduler.accounting import ALLOCATED, QueueUsage, demand_with_claims
 from drasched.scheduler.claims import PodClaim
 from drasched.scheduler.config import SchedulerConfig
 from drasched.scheduler.constants import GPU
@@ -91,7 +91,8 @@ class Session:
         self.idle = self.snap.idle.copy()
         self.used = self.snap.used.copy()
         self.state = self.snap.allocator.state
-        self.usage = initial_usage(self.snap)
+        assert snap.usage is not None, "a snapshot from SnapshotBuilder carries its queue usage"
+        self.usage = snap.usage.copy()
         self.node_version = np.zeros(self.snap.n_nodes, dtype=np.int64)
         self.disruption = EvictionState(QueueUsage(snap.queues), self.config.preemption_budget)
 

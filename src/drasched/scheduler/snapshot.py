@@ -11,11 +11,16 @@ The GPU row holds device-plugin GPUs, or on nodes without them the DRA GPUs in G
 Pods with a pending BindRequest count as placed (assumed), with their claim allocations.
 
 The snapshot is read-only, except ``allocator.state``, which the cycle's one session owns.
+The builder keeps what it derived (:mod:`~drasched.scheduler.world`) and applies the cache's
+changes to it, so a cycle costs what changed plus its pending pods, not the cluster.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import os
+from collections import ChainMap
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,63 +38,30 @@ from drasched.dra.pools import DeviceID, PoolIndex
 from drasched.dra.taintrules import parse_rules
 from drasched.scheduler.backoff import BindBackoff
 from drasched.scheduler.cache import SchedulerCache
-from drasched.scheduler.claims import (
-    ClaimEntry,
-    ClaimInfo,
-    PodClaim,
-    build_claim_info,
-    claim_entries,
-    resolve_pod_claims,
-)
+from drasched.scheduler.claims import ClaimInfo, PodClaim, build_claim_info, resolve_pod_claims
 from drasched.scheduler.config import SchedulerConfig
-from drasched.scheduler.constants import DEFAULT_QUEUE, GPU, PODS
+from drasched.scheduler.constants import GPU, PODS
 from drasched.scheduler.devices import ClassMatchMemo, DeviceAccounting, count_class_devices
 from drasched.scheduler.extended import (
     ExtendedIndex,
     allocatable_row,
     bind_request_allocations,
     extended_claims_by_owner,
-    request_row,
     stale_claims,
 )
 from drasched.scheduler.framework.profile import Profile, default_profile
 from drasched.scheduler.gpus import GpuInventory, build_gpu_inventory
+from drasched.scheduler.groups import GroupInfo, build_group, group_key, member_order
 from drasched.scheduler.podinfo import NodeInfo, PodInfo, parse_node, parse_pod
 from drasched.scheduler.queues import QueueTree, build_queue_tree
 from drasched.scheduler.resources import ResourceIndex
+from drasched.scheduler.usage import QueueUsage, UsageLedger
+from drasched.scheduler.world import World, counted_node, pod_usage, queue_shape, recount_node
+from drasched.scheduler.worldcheck import check_same_world
+
+__all__ = ["GroupInfo", "Snapshot", "SnapshotBuilder", "collector_paused"]
 
 Obj = dict[str, Any]
-
-
-@dataclass(eq=False)
-class GroupInfo:
-    """A gang: a PodGroup, or the implicit group of one pod without the label."""
-
-    key: str
-    namespace: str
-    name: str
-    obj: Obj | None
-    implicit: bool
-    min_member: int
-    queue: str
-    priority: int
-    created: str
-    required_key: str | None
-    preferred_key: str | None
-    claim_entries: tuple[ClaimEntry, ...]
-    pods: list[PodInfo] = field(default_factory=list)
-    pending: list[PodInfo] = field(default_factory=list)
-    placed: int = 0
-    blocked: str | None = None
-    """Why none of its pods can be scheduled now (missing PodGroup or queue, too few pods)."""
-    label_mismatch: list[PodInfo] = field(default_factory=list)
-
-    @property
-    def ref(self) -> Obj:
-        """The ``reservedFor`` entry for group claims."""
-        md = (self.obj or {}).get("metadata") or {}
-        return {"apiGroup": "scheduling.drasched.io", "resource": "podgroups", "name": self.name,
-                "uid": md.get("uid", "")}
 
 
 @dataclass(eq=False, frozen=True)
@@ -135,6 +107,14 @@ class Snapshot:
     the pod's version and the DeviceClasses stay the same (the only cache a snapshot writes)."""
     backing_off: Mapping[str, datetime] = field(default_factory=dict)
     """Pod key -> when its bind-failure backoff ends; its gang is not placed before then."""
+    usage: QueueUsage | None = None
+    """Queue usage of every pod (the builder's ledger: a session works on a copy)."""
+    pending_groups: tuple[GroupInfo, ...] = ()
+    """The groups with pods waiting to be placed (by key): what the actions look at."""
+    deleting: Mapping[str, PodInfo] = field(default_factory=dict)
+    """Pods being deleted, not finished yet (those bound still hold their node)."""
+    mismatched: tuple[GroupInfo, ...] = ()
+    """Groups with a pod whose queue label their PodGroup overrides."""
 
     @property
     def n_nodes(self) -> int:
@@ -173,8 +153,23 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
+_PATCHED_KINDS = frozenset({kinds.POD.kind, kinds.BIND_REQUEST.kind, kinds.POD_GROUP.kind, kinds.QUEUE.kind,
+                            kinds.POD_DISRUPTION_BUDGET.kind, kinds.CONFIG_MAP.kind})
+"""Kinds whose changes the builder applies in place; a change of any other kind (nodes, slices,
+classes, claims, ...) builds the world again from the cache."""
+
+CHECK_ENV = "DRASCHED_CHECK_SNAPSHOTS"
+"""Set (the test suite does): every snapshot built in place is compared with one built from scratch."""
+
+
 class SnapshotBuilder:
-    """Builds snapshots from a cache, re-parsing only pods whose resourceVersion changed."""
+    """Builds snapshots from a cache: from scratch the first time (or when a kind it does not
+    follow in place changed), then by applying the cache's changes to what it kept.
+
+    A snapshot is valid until the next :meth:`build`: its pods, groups and gangs are the
+    builder's own, changed in place by the next build (as upstream's scheduler cache updates
+    its snapshot); what a cycle changes (rows, usage, allocated devices) it changes in copies.
+    """
 
     def __init__(self, config: SchedulerConfig, *, allocation_wall_time: float | None = None) -> None:
         self.config = config
@@ -193,6 +188,14 @@ class SnapshotBuilder:
         self._pools_of: tuple[int, int, int, int] = (0, -1, -1, -1)
         """(cache id, slice generation, node generation, DeviceTaintRule generation) the pool
         index was built for / checked at."""
+        self._world: World | None = None
+        self._world_of = 0
+        """id() of the cache the world was built from."""
+        self.full_builds = 0
+        """How many builds read the whole cache (the rest applied changes): for tests and benchmarks."""
+        self._check = bool(os.environ.get(CHECK_ENV))
+
+    # ------------------------------------------------------------------ memoised parsing
 
     def _pool_index(self, cache: SchedulerCache) -> PoolIndex:
         """The pools of every ResourceSlice, rebuilt only when a slice changed.
@@ -222,21 +225,29 @@ class SnapshotBuilder:
             self._nodes_of = seen
         return self._nodes
 
-    def _pod_infos(self, cache: SchedulerCache, prio: dict[str, int]) -> dict[str, PodInfo]:
-        out: dict[str, PodInfo] = {}
-        memo = self._pods
-        fresh: dict[str, tuple[str, PodInfo]] = {}
-        for key, obj in cache.objects(kinds.POD).items():
-            rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-            hit = memo.get(key)
-            if hit is not None and hit[0] == rv and hit[1].obj is obj:
-                info = hit[1]
-            else:
-                info = parse_pod(key, obj, prio, self.profile.pod_keys)
-            fresh[key] = (rv, info)
-            out[key] = info
-        self._pods = fresh
+    def _parse(self, key: str, obj: Obj, prio: dict[str, int]) -> PodInfo:
+        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        hit = self._pods.get(key)
+        if hit is not None and hit[0] == rv and hit[1].obj is obj:
+            return hit[1]
+        info = parse_pod(key, obj, prio, self.profile.pod_keys)
+        self._pods[key] = (rv, info)
+        return info
+
+    def _pod_demand(self, pod: PodInfo) -> dict[str, float]:
+        hit = self._demands.get(pod.key)
+        if hit is not None and hit[0] is pod:
+            return dict(hit[1])
+        assert self._world is not None
+        dim_of = self._world.accounting.dim_of
+        out: dict[str, float] = {}
+        for r, v in pod.requests.items():
+            d = dim_of(r)
+            out[d] = out.get(d, 0.0) + v
+        self._demands[pod.key] = (pod, dict(out))
         return out
+
+    # ------------------------------------------------------------------ building
 
     def build(self, cache: SchedulerCache, backoff: BindBackoff | None = None,
               now: datetime | None = None) -> Snapshot:
@@ -247,9 +258,35 @@ class SnapshotBuilder:
         large cluster the full collections they set off cost more than the build itself.
         """
         with collector_paused():
-            return self._build(cache, backoff, now)
+            w = self._world
+            changed = self._changes(cache) if w is not None and self._world_of == id(cache) else None
+            patched = w is not None and changed is not None and self._patch(w, cache, changed)
+            if w is None or not patched:
+                w = self._full(cache)
+            elif self._check:
+                check_same_world(w, SnapshotBuilder(self.config)._full(cache))
+            w.generation = cache.generation
+            return self._snapshot(w, cache, backoff, now)
 
-    def _build(self, cache: SchedulerCache, backoff: BindBackoff | None, now: datetime | None) -> Snapshot:
+    def _changes(self, cache: SchedulerCache) -> dict[str, set[str]] | None:
+        """Keys changed per kind since the world was built; ``None``: read the whole cache."""
+        assert self._world is not None
+        since = self._world.generation
+        out: dict[str, set[str]] = {}
+        for rt in cache.watched:
+            if cache.kind_generation(rt) <= since:
+                continue
+            if rt.kind not in _PATCHED_KINDS:
+                return None
+            keys = cache.changed_since(rt, since)
+            if keys is None:
+                return None
+            out[rt.kind] = keys
+        return out
+
+    def _full(self, cache: SchedulerCache) -> World:
+        """Everything derived from the whole cache."""
+        self.full_builds += 1
         cfg = self.config
         ns_labels = {k: dict((o.get("metadata") or {}).get("labels") or {})
                      for k, o in cache.objects(kinds.NAMESPACE).items()}
@@ -257,27 +294,26 @@ class SnapshotBuilder:
         node_objs, nodes, node_pos = self._node_rows(cache)
         classes = list(cache.objects(kinds.DEVICE_CLASS).values())
         accounting = DeviceAccounting(classes, cfg.gpu_device_classes)
-        pods = self._pod_infos(cache, prio)
+        fresh: dict[str, tuple[str, PodInfo]] = {}
+        pods: dict[str, PodInfo] = {}
+        for key, obj in cache.objects(kinds.POD).items():
+            info = self._parse(key, obj, prio)
+            fresh[key] = self._pods[key]
+            pods[key] = info
+        self._pods = fresh  # forget pods that are gone
         if self._demands_of != cache.kind_generation(kinds.DEVICE_CLASS) or len(self._demands) > 2 * len(pods):
             self._demands = {}  # new classes map requests to other dimensions; or many pods are gone
             self._demands_of = cache.kind_generation(kinds.DEVICE_CLASS)
 
         assumed, stale, assumed_alloc, assumed_res = _bind_requests(cache, pods)
-        held = {} if backoff is None or now is None else _backing_off(backoff, pods, stale, now)
+        accounting.devices = self._pool_index(cache).devices_by_id  # a claim's demand depends on its devices
         claims: dict[str, ClaimInfo] = {}
-        state = AllocatedState()
-        slices = cache.objects(kinds.RESOURCE_SLICE)
-        allocator = Allocator(classes, (), state, index=self._pool_index(cache), selector_cache=self._selectors,
-                              wall_time_limit=self.allocation_wall_time)
-        accounting.devices = allocator.index.devices_by_id
         for key, obj in cache.objects(kinds.RESOURCE_CLAIM).items():
-            info = build_claim_info(key, obj, assumed_alloc.get(key), assumed_res.get(key, []), accounting)
-            claims[key] = info
-            if info.allocation:
-                state.add(info.allocation)
+            claims[key] = build_claim_info(key, obj, assumed_alloc.get(key), assumed_res.get(key, []), accounting)
         owned = extended_claims_by_owner(claims)
-        for a in bind_request_allocations(cache, pods, assumed, owned):
-            state.add(a)
+        br_allocations = bind_request_allocations(cache, pods, assumed, owned)
+        allocator = self._allocator(cache, classes, claims, br_allocations)
+        slices = cache.objects(kinds.RESOURCE_SLICE)
         self._class_memo.begin(cache.kind_generation(kinds.DEVICE_CLASS))
         counts = count_class_devices(allocator, node_objs, accounting, self._class_memo,
                                      {k: str(o["metadata"].get("resourceVersion", "")) for k, o in slices.items()})
@@ -291,68 +327,228 @@ class SnapshotBuilder:
         index = ResourceIndex.build(names)
         r_count, n_count = len(index), len(nodes)
         alloc = np.zeros((r_count, n_count))
-        used = np.zeros((r_count, n_count))
-        releasing = np.zeros((r_count, n_count))
+        device_used = np.zeros((r_count, n_count))
         for n in nodes:
             for r, v in n.allocatable.items():
                 alloc[index.pos[allocatable_row(r, accounting)], n.index] += v
         class_rows = {c: index.pos[implicit_name(c)] for c in accounting.class_names}
         for c, row in class_rows.items():
             alloc[row] = counts.total[c]
-            used[row] = counts.in_use[c]
+            device_used[row] = counts.in_use[c]
         gpu_row = index.pos[GPU]
         gpus = build_gpu_inventory(allocator, nodes, accounting, alloc[gpu_row] > 0,
                                    [c.allocation for c in claims.values() if c.allocation and not c.extended])
         alloc[gpu_row] += gpus.total
-        used[gpu_row] += gpus.used
-        for p in pods.values():
-            node = p.node_name or assumed.get(p.key)
-            if not node or p.terminal or node not in node_pos:
-                continue
-            j = node_pos[node]
-            for r, v in p.requests.items():
-                name = request_row(r, nodes[j], accounting)
-                if name is None:
-                    continue  # served by DRA there: its claim's devices count in the class row
-                used[index.pos[name], j] += v
-                if p.deleting:
-                    releasing[index.pos[name], j] += v
-
-        groups, group_of = _groups(cache, pods, assumed, prio, cfg)
-        for g in groups.values():
-            if any(p.key in held for p in g.pending):
-                g.pending = []  # the gang waits for its backoff to end, then is placed as a whole
-        if not self.profile.topology:  # the plugin disabled: topology constraints are not enforced
-            for g in groups.values():
-                g.required_key = g.preferred_key = None
-        templates = cache.objects(kinds.RESOURCE_CLAIM_TEMPLATE)
-        pod_claims: dict[str, list[PodClaim]] = {}
-        for g in groups.values():
-            entries = g.claim_entries
-            for p in g.pods:
-                if p.claim_entries and not p.terminal:
-                    pod_claims[p.key] = resolve_pod_claims(p.namespace, p.obj, p.uid, p.claim_entries, g.obj,
-                                                           entries, claims, templates)
+        device_used[gpu_row] += gpus.used
         tree = build_queue_tree(cache.objects(kinds.QUEUE).values(), accounting.dim_of)
-        for g in groups.values():
-            if g.queue not in tree and g.blocked is None:
-                g.blocked = f'queue "{g.queue}" does not exist'
+        w = World(
+            generation=cache.generation, prio=prio, ns_labels=ns_labels, node_objs=node_objs, nodes=nodes,
+            node_pos=node_pos, accounting=accounting, index=index, class_rows=class_rows, alloc=alloc,
+            device_used=device_used, pod_used=np.zeros((r_count, n_count)),
+            pod_releasing=np.zeros((r_count, n_count)), counts=counts, gpus=gpus,
+            capacity=_capacity(nodes, alloc, index, accounting, class_rows), tree=tree, claims=claims,
+            owned=owned, claim_brs=_claim_brs(assumed_alloc, assumed_res, br_allocations),
+            assumed=assumed, stale=stale, ledger=UsageLedger(tree))
+        self._world, self._world_of = w, id(cache)
+        for key, p in pods.items():
+            self._put_pod(w, key, p)
+        for j in w.on_node:
+            recount_node(w, j)
+        pgs = cache.objects(kinds.POD_GROUP)
+        templates = cache.objects(kinds.RESOURCE_CLAIM_TEMPLATE)
+        for gkey in w.members:
+            self._rebuild_group(w, gkey, pgs, templates)
+        return w
 
-        capacity = _capacity(nodes, alloc, index, accounting, class_rows)
-        extended = ExtendedIndex(nodes, index, accounting, class_rows, counts.multi, gpus,
-                                 stale_claims(pods, assumed, owned, cfg.schedules))
+    def _allocator(self, cache: SchedulerCache, classes: list[Obj], claims: Mapping[str, ClaimInfo],
+                   br_allocations: list[Obj]) -> Allocator:
+        """A fresh allocator whose state holds every allocated claim (the cycle changes that state)."""
+        state = AllocatedState()
+        for info in claims.values():
+            if info.allocation:
+                state.add(info.allocation)
+        for a in br_allocations:
+            state.add(a)
+        return Allocator(classes, (), state, index=self._pool_index(cache), selector_cache=self._selectors,
+                         wall_time_limit=self.allocation_wall_time)
+
+    def _put_pod(self, w: World, key: str, p: PodInfo | None) -> tuple[set[int], set[str]]:
+        """Record pod ``key`` as ``p`` (``None``: gone): the node columns and groups it touched."""
+        nodes: set[int] = set()
+        groups: set[str] = set()
+        old_j = w.counted.pop(key, None)
+        if old_j is not None:
+            w.on_node[old_j].discard(key)
+            nodes.add(old_j)
+        old_g = w.group_of.pop(key, None)
+        if old_g is not None:
+            w.members[old_g].discard(key)
+            groups.add(old_g)
+        w.deleting.pop(key, None)
+        if p is None:
+            w.pods.pop(key, None)
+            w.pod_claims.pop(key, None)
+            assert w.ledger is not None
+            w.ledger.set_pod(key, None, {})
+            return nodes, groups
+        w.pods[key] = p
+        j = counted_node(p, w.assumed, w.node_pos)
+        if j is not None:
+            w.counted[key] = j
+            w.on_node.setdefault(j, set()).add(key)
+            nodes.add(j)
+        if p.deleting and not p.terminal:
+            w.deleting[key] = p
+        if self.config.schedules(p.scheduler_name):
+            gkey = group_key(p)
+            w.group_of[key] = gkey
+            w.members.setdefault(gkey, set()).add(key)
+            groups.add(gkey)
+        return nodes, groups
+
+    def _rebuild_group(self, w: World, gkey: str, pgs: Mapping[str, Obj], templates: Mapping[str, Obj]) -> None:
+        """Build group ``gkey`` again from its members: its pods' claims and queue usage with it."""
+        assert w.ledger is not None
+        old = w.groups.pop(gkey, None)
+        w.pending.discard(gkey)
+        w.mismatched.discard(gkey)
+        keys = w.members.get(gkey)
+        if not keys:
+            w.members.pop(gkey, None)
+            for p in old.pods if old is not None else ():
+                if w.group_of.get(p.key) is None:
+                    w.ledger.set_pod(p.key, None, {})
+                    w.pod_claims.pop(p.key, None)
+            return
+        members = sorted((w.pods[k] for k in keys), key=member_order)
+        g = build_group(gkey, members, pgs.get(gkey) if members[0].group_label else None, w.assumed, w.prio,
+                        w.tree.queues, self.profile.topology)
+        w.groups[gkey] = g
+        if g.pending:
+            w.pending.add(gkey)
+        if g.label_mismatch:
+            w.mismatched.add(gkey)
+        claim_demand = _ClaimDemand(w.claims)
+        for p in members:
+            if p.claim_entries and not p.terminal:
+                w.pod_claims[p.key] = resolve_pod_claims(p.namespace, p.obj, p.uid, p.claim_entries, g.obj,
+                                                         g.claim_entries, w.claims, templates)
+            else:
+                w.pod_claims.pop(p.key, None)
+            usage = None
+            if g.queue in w.tree.queues:
+                keys_of = [c.key for c in w.pod_claims.get(p.key, ()) if c.key]
+                usage = pod_usage(p, g, w.assumed, keys_of, self._pod_demand)
+            w.ledger.set_pod(p.key, usage, claim_demand)
+        for p in old.pods if old is not None else ():
+            if w.group_of.get(p.key) is None:  # left every group (gone, or no longer ours)
+                w.ledger.set_pod(p.key, None, {})
+                w.pod_claims.pop(p.key, None)
+
+    def _patch(self, w: World, cache: SchedulerCache, changed: dict[str, set[str]]) -> bool:
+        """Apply the cache's changes to the world; False: a change it does not follow in place."""
+        assert w.ledger is not None
+        if kinds.QUEUE.kind in changed:
+            tree = build_queue_tree(cache.objects(kinds.QUEUE).values(), w.accounting.dim_of)
+            if queue_shape(tree) != queue_shape(w.tree):
+                return False  # queues came, went or moved: usage sums run along other paths
+            w.tree = tree
+            w.ledger.retree(tree)
+        dirty_pods = set(changed.get(kinds.POD.kind, ()))
+        parsed: dict[str, PodInfo | None] = {}
+        for key in dirty_pods:
+            obj = cache.get(kinds.POD, key)
+            if obj is None:
+                parsed[key] = None
+                self._pods.pop(key, None)
+                continue
+            p = self._parse(key, obj, w.prio)
+            if any(r not in w.index.pos for r in p.requests):
+                return False  # a resource no row stands for yet
+            parsed[key] = p
+        pods = w.pods
+        if dirty_pods or kinds.BIND_REQUEST.kind in changed:
+            view: Mapping[str, PodInfo | None] = ChainMap(parsed, pods)  # type: ignore[arg-type]
+            assumed, stale, assumed_alloc, assumed_res = _bind_requests(cache, view)
+            br_allocations = bind_request_allocations(cache, view, assumed, w.owned)  # type: ignore[arg-type]
+            if _claim_brs(assumed_alloc, assumed_res, br_allocations) != w.claim_brs:
+                return False  # claims' assumed state changed
+            for key in set(assumed) ^ set(w.assumed) | {k for k in assumed if w.assumed.get(k) != assumed[k]}:
+                if (current := view.get(key)) is not None:
+                    dirty_pods.add(key)
+                    parsed.setdefault(key, current)
+            w.assumed, w.stale = assumed, stale
+        nodes: set[int] = set()
+        groups: set[str] = set(k for k in changed.get(kinds.POD_GROUP.kind, ()) if k in w.members)
+        for key in dirty_pods:
+            touched_nodes, touched_groups = self._put_pod(w, key, parsed.get(key, pods.get(key)))
+            nodes |= touched_nodes
+            groups |= touched_groups
+        for j in nodes:
+            recount_node(w, j)
+        pgs = cache.objects(kinds.POD_GROUP)
+        templates = cache.objects(kinds.RESOURCE_CLAIM_TEMPLATE)
+        for gkey in groups:
+            self._rebuild_group(w, gkey, pgs, templates)
+        return True
+
+    def _snapshot(self, w: World, cache: SchedulerCache, backoff: BindBackoff | None,
+                  now: datetime | None) -> Snapshot:
+        """The snapshot of the world: copies of what a cycle changes, the rest shared."""
+        classes = list(cache.objects(kinds.DEVICE_CLASS).values())
+        br_allocations = w.claim_brs[2]
+        allocator = self._allocator(cache, classes, w.claims, br_allocations)
+        held = {} if backoff is None or now is None else _backing_off(backoff, w.pods, w.stale, now)
+        groups: dict[str, GroupInfo] = w.groups
+        pending = [w.groups[k] for k in w.pending]
+        if held:
+            waiting = {k for k in w.pending if any(p.key in held for p in w.groups[k].pending)}
+            if waiting:  # the gang waits for its backoff to end, then is placed as a whole
+                groups = dict(w.groups)
+                for k in waiting:
+                    groups[k] = dataclasses.replace(w.groups[k], pending=[])
+                pending = [g for g in pending if g.key not in waiting]
+        stale_extended = stale_claims(w.pods, w.assumed, w.owned, self.config.schedules) if w.owned else {}
+        extended = ExtendedIndex(w.nodes, w.index, w.accounting, w.class_rows, w.counts.multi, w.gpus,
+                                 stale_extended)
+        assert w.ledger is not None
+        used = w.device_used + w.pod_used
         return Snapshot(
-            index=index, nodes=nodes, node_pos=node_pos,
-            allocatable=_frozen(alloc), used=_frozen(used), releasing=_frozen(releasing),
-            idle=_frozen(alloc - used), class_rows=class_rows, multi_classes=counts.multi,
-            device_classes=counts.device_classes, device_nodes=counts.device_nodes,
-            pods=pods, groups=groups, group_of=group_of, claims=claims, pod_claims=pod_claims,
-            assumed=assumed, stale_bind_requests=stale, queues=tree, accounting=accounting,
-            capacity=capacity, allocator=allocator, namespace_labels=ns_labels, templates=templates,
-            gpus=gpus, extended=extended, priority_classes=cache.objects(kinds.PRIORITY_CLASS),
+            index=w.index, nodes=w.nodes, node_pos=w.node_pos,
+            allocatable=_frozen(w.alloc.copy()), used=_frozen(used), releasing=_frozen(w.pod_releasing.copy()),
+            idle=_frozen(w.alloc - used), class_rows=w.class_rows, multi_classes=w.counts.multi,
+            device_classes=w.counts.device_classes, device_nodes=w.counts.device_nodes,
+            pods=w.pods, groups=groups, group_of=w.group_of, claims=w.claims, pod_claims=w.pod_claims,
+            assumed=w.assumed, stale_bind_requests=w.stale, queues=w.tree, accounting=w.accounting,
+            capacity=w.capacity, allocator=allocator, namespace_labels=w.ns_labels,
+            templates=cache.objects(kinds.RESOURCE_CLAIM_TEMPLATE),
+            gpus=w.gpus, extended=extended, priority_classes=cache.objects(kinds.PRIORITY_CLASS),
             disruption_budgets=cache.objects(kinds.POD_DISRUPTION_BUDGET), profile=self.profile,
-            demands=self._demands, backing_off=held,
+            demands=self._demands, backing_off=held, usage=w.ledger.usage,
+            pending_groups=tuple(sorted(pending, key=lambda g: g.key)), deleting=w.deleting,
+            mismatched=tuple(w.groups[k] for k in sorted(w.mismatched)),
         )
+
+
+class _ClaimDemand(Mapping[str, Mapping[str, float]]):
+    """Claim key -> its device demand, read from the claims on demand (no copy per group)."""
+
+    def __init__(self, claims: Mapping[str, ClaimInfo]) -> None:
+        self._claims = claims
+
+    def __getitem__(self, key: str) -> Mapping[str, float]:
+        return self._claims[key].demand
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._claims)
+
+    def __len__(self) -> int:
+        return len(self._claims)
+
+
+def _claim_brs(assumed_alloc: Obj, assumed_res: dict[str, list[Obj]], br_allocations: list[Obj]) -> tuple[
+        Obj, dict[str, list[Obj]], list[Obj]]:
+    return (assumed_alloc, {k: v for k, v in assumed_res.items() if v}, br_allocations)
 
 
 def _backing_off(backoff: BindBackoff, pods: dict[str, PodInfo], stale: dict[str, Obj],
@@ -372,7 +568,7 @@ def _backing_off(backoff: BindBackoff, pods: dict[str, PodInfo], stale: dict[str
     return {key: until for key, uid, until in backoff.waiting(now)}
 
 
-def _bind_requests(cache: SchedulerCache, pods: dict[str, PodInfo]) -> tuple[
+def _bind_requests(cache: SchedulerCache, pods: Mapping[str, PodInfo | None]) -> tuple[
         dict[str, str], dict[str, Obj], dict[str, Obj], dict[str, list[Obj]]]:
     """Pods placed by a pending BindRequest, failed BindRequests to replace, and assumed claim state."""
     assumed: dict[str, str] = {}
@@ -408,73 +604,6 @@ def _bind_requests(cache: SchedulerCache, pods: dict[str, PodInfo]) -> tuple[
                 uniq.append(r)
         reservations[ckey] = uniq
     return assumed, stale, alloc, reservations
-
-
-def _groups(cache: SchedulerCache, pods: dict[str, PodInfo], assumed: dict[str, str], prio: dict[str, int],
-            cfg: SchedulerConfig) -> tuple[dict[str, GroupInfo], dict[str, str]]:
-    pgs = cache.objects(kinds.POD_GROUP)
-    groups: dict[str, GroupInfo] = {}
-    group_of: dict[str, str] = {}
-    for p in sorted(pods.values(), key=lambda p: (p.created, p.key)):
-        if not cfg.schedules(p.scheduler_name):
-            continue
-        if p.group_label:
-            gkey = f"{p.namespace}/{p.group_label}"
-            g = groups.get(gkey)
-            if g is None:
-                g = _new_group(gkey, p, pgs.get(gkey), prio)
-                groups[gkey] = g
-        else:
-            gkey = f"pod:{p.key}"
-            g = _new_group(gkey, p, None, prio)
-            groups[gkey] = g
-        group_of[p.key] = gkey
-        g.pods.append(p)
-        if p.phase != "Failed" and (p.node_name or p.key in assumed):
-            g.placed += 1
-        elif (not p.node_name and p.key not in assumed and not p.deleting and not p.terminal and not p.gated):
-            g.pending.append(p)
-    for g in groups.values():
-        _finish_group(g)
-    return groups, group_of
-
-
-def _new_group(key: str, first: PodInfo, pg: Obj | None, prio: dict[str, int]) -> GroupInfo:
-    if first.group_label is None:
-        return GroupInfo(key, first.namespace, first.name, None, True, 1, first.queue_label or DEFAULT_QUEUE,
-                         first.priority, first.created, None, None, ())
-    spec = (pg or {}).get("spec") or {}
-    md = (pg or {}).get("metadata") or {}
-    topo = spec.get("topologyConstraint") or {}
-    pclass = spec.get("priorityClassName")
-    g = GroupInfo(
-        key=key, namespace=first.namespace, name=first.group_label, obj=pg, implicit=False,
-        min_member=max(1, int(spec.get("minMember") or 1)),
-        queue=spec.get("queue") or first.queue_label or DEFAULT_QUEUE,
-        priority=prio.get(pclass, first.priority) if pclass else first.priority,
-        created=str(md.get("creationTimestamp") or first.created),
-        required_key=topo.get("requiredTopologyKey") or None,
-        preferred_key=topo.get("preferredTopologyKey") or None,
-        claim_entries=claim_entries(spec),
-    )
-    if pg is None:
-        g.blocked = f'PodGroup "{key}" does not exist'
-    elif pclass and pclass not in prio:
-        g.blocked = f'PriorityClass "{pclass}" of PodGroup {key} does not exist'
-    return g
-
-
-def _finish_group(g: GroupInfo) -> None:
-    if g.implicit:
-        return
-    spec = (g.obj or {}).get("spec") or {}
-    if not spec.get("priorityClassName"):
-        g.priority = max((p.priority for p in g.pods), default=0)
-    g.label_mismatch = [p for p in g.pods if p.queue_label and p.queue_label != g.queue and not p.terminal]
-    members = sum(1 for p in g.pods if p.phase != "Failed")
-    if g.blocked is None and members < g.min_member:
-        g.blocked = f"PodGroup {g.key} has {members} pods, fewer than its minMember {g.min_member}"
-    g.pending.sort(key=lambda p: (-p.priority, p.created, p.name))
 
 
 def _capacity(nodes: list[NodeInfo], alloc: np.ndarray, index: ResourceIndex, accounting: DeviceAccounting,

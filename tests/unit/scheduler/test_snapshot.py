@@ -138,12 +138,13 @@ def test_pods_of_other_schedulers_are_not_scheduled_but_use_their_nodes() -> Non
 def test_unchanged_pods_are_not_parsed_again() -> None:
     w = World([node("a"), pod("p"), pod("q")])
     first = w.snapshot()
+    p_info, q_info = first.pods["default/p"], first.pods["default/q"]
     q = w.store.get(kinds.POD, "q", "default")
     q["metadata"]["labels"] = {"x": "y"}
     w.store.update(q)
     second = w.snapshot()
-    assert second.pods["default/p"] is first.pods["default/p"]
-    assert second.pods["default/q"] is not first.pods["default/q"]
+    assert second.pods["default/p"] is p_info
+    assert second.pods["default/q"] is not q_info
 
 
 def test_pools_are_parsed_again_only_when_a_slice_changes_and_follow_node_labels() -> None:

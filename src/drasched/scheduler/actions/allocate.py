@@ -21,7 +21,7 @@ def allocate(session: Session, shares: dict[str, dict[str, Fraction]]) -> None:
     snap = session.snap
     handled = place_nominated(session)  # preemptors whose victims were evicted for them go first
     by_queue: dict[str, list[GroupInfo]] = {}
-    for g in sorted(snap.groups.values(), key=session.profile.gang_key):
+    for g in sorted(snap.pending_groups, key=session.profile.gang_key):
         if not g.pending or g.key in handled:
             continue
         if g.blocked is not None:

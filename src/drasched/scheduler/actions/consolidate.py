@@ -49,7 +49,7 @@ class HeldForMove:
 
 def consolidate(session: Session, shares: dict[str, dict[str, Fraction]]) -> None:
     snap = session.snap
-    pending = [(g, tasks) for g in snap.groups.values() if (tasks := needed_tasks(session, g)) is not None]
+    pending = [(g, tasks) for g in snap.pending_groups if (tasks := needed_tasks(session, g)) is not None]
     if not pending:
         return
     search = VictimSearch(session)

@@ -15,6 +15,7 @@ from fractions import Fraction
 
 from drasched.scheduler.accounting import ALLOCATED, REQUESTED, QueueUsage
 from drasched.scheduler.constants import PODS
+from drasched.scheduler.podinfo import PodInfo
 from drasched.scheduler.release import holdings
 from drasched.scheduler.session import Session
 
@@ -29,9 +30,14 @@ class Fairness:
         self.shares = shares
         self.leaving = QueueUsage(session.snap.queues)
         snap = session.snap
-        for g in snap.groups.values():
-            going = [p for p in g.pods if p.deleting and not p.terminal and p.node_name]
-            if going and g.queue in snap.queues:
+        by_group: dict[str, list[PodInfo]] = {}
+        for p in snap.deleting.values():
+            if p.node_name and not p.terminal and p.key in snap.group_of:
+                by_group.setdefault(snap.group_of[p.key], []).append(p)
+        for gkey in sorted(by_group):
+            g = snap.groups[gkey]
+            if g.queue in snap.queues:
+                going = sorted(by_group[gkey], key=lambda p: (p.created, p.key))  # the group's member order
                 self.leaving.add(ALLOCATED, g.queue, holdings(session, going))
 
     def effective(self, queue: str, dim: str) -> float:

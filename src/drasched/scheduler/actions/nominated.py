@@ -37,7 +37,7 @@ def nominated_node(pod: PodInfo) -> str | None:
 def place_nominated(session: Session) -> set[str]:
     """Place or hold every gang with nominated pods; return the keys of the gangs placed or held."""
     snap = session.snap
-    gangs = sorted((g for g in snap.groups.values()
+    gangs = sorted((g for g in snap.pending_groups
                     if g.pending and g.blocked is None and g.queue in snap.queues
                     and any(nominated_node(p) for p in g.pending)), key=lambda g: (-g.priority, g.created, g.key))
     handled: set[str] = set()
@@ -70,7 +70,7 @@ def place_nominated(session: Session) -> set[str]:
 def _terminating(session: Session) -> Terminating:
     snap = session.snap
     out: Terminating = {}
-    for p in snap.pods.values():
+    for p in sorted(snap.deleting.values(), key=lambda p: p.key):
         if p.deleting and not p.terminal and p.node_name in snap.node_pos and p.key in snap.group_of:
             queue = snap.groups[snap.group_of[p.key]].queue
             if queue in snap.queues:
@@ -169,7 +169,7 @@ def nominations(session: Session) -> list[tuple[PodInfo, str | None]]:
         pod = session.snap.pods[key]
         if nominated_node(pod) != node:
             out.append((pod, node))
-    for g in session.snap.groups.values():
+    for g in session.snap.pending_groups:
         for p in g.pending:
             if nominated_node(p) and p.key not in state.nominated and p.key not in session.placements:
                 out.append((p, None))

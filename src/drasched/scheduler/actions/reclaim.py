@@ -26,7 +26,7 @@ from drasched.scheduler.victims import VictimGang
 def reclaim(session: Session, shares: dict[str, dict[str, Fraction]]) -> None:
     snap = session.snap
     fair = Fairness(session, shares)
-    pending = [(g, tasks) for g in snap.groups.values() if (tasks := needed_tasks(session, g)) is not None]
+    pending = [(g, tasks) for g in snap.pending_groups if (tasks := needed_tasks(session, g)) is not None]
     if not pending:
         return
     search = VictimSearch(session)

@@ -1,0 +1,124 @@
+"""What the snapshot builder keeps between cycles, and the pure per-pod pieces it is made of.
+
+The builder (:mod:`~drasched.scheduler.snapshot`) derives everything a cycle reads from the
+cache once, then, cycle by cycle, changes only what the cache's changes touch: a pod's node
+column, its group, its queue usage. Each piece here is computed the same way for the first
+build and for every change after it, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from drasched.scheduler.claims import ClaimInfo, PodClaim
+from drasched.scheduler.devices import ClassCounts, DeviceAccounting
+from drasched.scheduler.extended import request_row
+from drasched.scheduler.gpus import GpuInventory
+from drasched.scheduler.groups import GroupInfo
+from drasched.scheduler.podinfo import NodeInfo, PodInfo
+from drasched.scheduler.queues import QueueTree
+from drasched.scheduler.resources import ResourceIndex
+from drasched.scheduler.usage import ALLOCATED, REQUESTED, PodUsage, UsageLedger
+
+Obj = dict[str, Any]
+_BOTH = (REQUESTED, ALLOCATED)
+_REQUESTED_ONLY = (REQUESTED,)
+
+
+@dataclass(eq=False)
+class World:
+    """Everything derived from the cache, kept current by the builder (never read by a cycle
+    directly: a snapshot carries copies of what a cycle may change)."""
+
+    generation: int
+    """The cache generation this world reflects."""
+    prio: dict[str, int]
+    ns_labels: dict[str, dict[str, str]]
+    node_objs: list[Obj]
+    nodes: list[NodeInfo]
+    node_pos: dict[str, int]
+    accounting: DeviceAccounting
+    index: ResourceIndex
+    class_rows: dict[str, int]
+    alloc: np.ndarray
+    device_used: np.ndarray
+    """Rows taken by claims' devices: the class rows, and the GPU row's DRA GPUs."""
+    pod_used: np.ndarray
+    """Rows taken by pods' container requests, per node column."""
+    pod_releasing: np.ndarray
+    counts: ClassCounts
+    gpus: GpuInventory
+    capacity: dict[str, Any]
+    tree: QueueTree
+    claims: dict[str, ClaimInfo]
+    owned: dict[tuple[str, str], list[ClaimInfo]]
+    claim_brs: tuple[Obj, dict[str, list[Obj]], list[Obj]]
+    """What pending BindRequests say about claims (assumed allocations, reservations, extended
+    allocations): a change there changes claims, so the world is built again."""
+    assumed: dict[str, str]
+    stale: dict[str, Obj]
+    pods: dict[str, PodInfo] = field(default_factory=dict)
+    on_node: dict[int, set[str]] = field(default_factory=dict)
+    """Node column -> pods counted there (bound, or placed by a pending BindRequest)."""
+    counted: dict[str, int] = field(default_factory=dict)
+    """Pod key -> the node column its requests are counted in."""
+    members: dict[str, set[str]] = field(default_factory=dict)
+    groups: dict[str, GroupInfo] = field(default_factory=dict)
+    group_of: dict[str, str] = field(default_factory=dict)
+    pod_claims: dict[str, list[PodClaim]] = field(default_factory=dict)
+    pending: set[str] = field(default_factory=set)
+    """Keys of groups with pods waiting to be placed."""
+    mismatched: set[str] = field(default_factory=set)
+    """Keys of groups with a pod whose queue label the PodGroup overrides."""
+    deleting: dict[str, PodInfo] = field(default_factory=dict)
+    """Pods being deleted, not finished yet (those bound hold their node until they are gone)."""
+    ledger: UsageLedger | None = None
+
+
+def counted_node(pod: PodInfo, assumed: Mapping[str, str], node_pos: Mapping[str, int]) -> int | None:
+    """The node column a pod's requests take, if any: bound or assumed, and not finished."""
+    node = pod.node_name or assumed.get(pod.key)
+    if not node or pod.terminal:
+        return None
+    return node_pos.get(node)
+
+
+def add_pod_rows(w: World, pod: PodInfo, j: int) -> None:
+    """Add the pod's container requests to node column ``j`` (rows DRA serves there are left to
+    its claims' devices: KEP-5004)."""
+    node = w.nodes[j]
+    pos = w.index.pos
+    for r, v in pod.requests.items():
+        name = request_row(r, node, w.accounting)
+        if name is None:
+            continue
+        w.pod_used[pos[name], j] += v
+        if pod.deleting:
+            w.pod_releasing[pos[name], j] += v
+
+
+def recount_node(w: World, j: int) -> None:
+    """Node column ``j`` of the pod rows, summed again from its pods (no drift from adding and
+    subtracting the same floats over many cycles)."""
+    w.pod_used[:, j] = 0.0
+    w.pod_releasing[:, j] = 0.0
+    for key in sorted(w.on_node.get(j, ())):
+        add_pod_rows(w, w.pods[key], j)
+
+
+def pod_usage(pod: PodInfo, group: GroupInfo, assumed: Mapping[str, str], claim_keys: list[str],
+              demand: Callable[[PodInfo], dict[str, float]]) -> PodUsage | None:
+    """What the pod adds to its group's queue (``None``: a finished pod adds nothing)."""
+    if pod.terminal:
+        return None
+    kinds = _BOTH if pod.node_name or pod.key in assumed else _REQUESTED_ONLY
+    return PodUsage(group.queue, kinds, demand(pod), tuple(claim_keys))
+
+
+def queue_shape(tree: QueueTree) -> dict[str, str | None]:
+    """Queue names and effective parents: as long as these stay, queue usage stays valid."""
+    return {name: q.parent for name, q in tree.queues.items()}

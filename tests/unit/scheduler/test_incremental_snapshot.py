@@ -1,0 +1,236 @@
+"""The snapshot builder applies the cache's changes in place, and gets what a full build gets.
+
+Upstream's scheduler cache keeps NodeInfo per node and updates its snapshot from the
+changes since the last cycle (``Cache.UpdateSnapshot``, generation-stamped); here the
+builder's world plays that part. Each test below can fail in a way a user would see:
+a cycle that costs the whole cluster, or a decision that differs from reading the cache whole.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from drasched.api import kinds
+from drasched.scheduler.cache import SchedulerCache
+from drasched.scheduler.cycle import run_cycle
+from drasched.scheduler.groups import GroupInfo
+from drasched.scheduler.queues import build_queue_tree
+from drasched.scheduler.snapshot import SnapshotBuilder
+from drasched.scheduler.usage import ALLOCATED, REQUESTED, PodUsage, UsageLedger
+from drasched.scheduler.worldcheck import WorldMismatch, check_same_world
+from tests.unit.scheduler.helpers import World, node, pod, podgroup, queue
+
+Obj = dict[str, Any]
+
+
+def _bind(w: World, name: str, node_name: str, phase: str = "Running") -> None:
+    p = w.store.get(kinds.POD, name, "default")
+    p["spec"]["nodeName"] = node_name
+    w.store.update(p)
+    p = w.store.get(kinds.POD, name, "default")
+    p["status"] = {**(p.get("status") or {}), "phase": phase}
+    w.store.update_status(p)
+
+
+def test_a_new_pod_is_added_without_reading_the_cluster_again() -> None:
+    w = World([node("a", cpu="8"), node("b", cpu="8"), queue("q"),
+               *[pod(f"run-{i}", cpu="1", queue="q") for i in range(6)]])
+    for i in range(6):
+        _bind(w, f"run-{i}", "a" if i < 4 else "b")
+    w.snapshot()
+    full = w.builder.full_builds
+    w.store.create(pod("new", cpu="5", queue="q"))
+    result = w.cycle()
+    assert w.builder.full_builds == full  # applied in place
+    assert {br["spec"]["podName"]: br["spec"]["selectedNode"] for br in result.bind_requests} == {"new": "b"}
+
+
+def test_kinds_not_followed_in_place_build_the_world_again() -> None:
+    w = World([node("a", cpu="8"), pod("p", cpu="1")])
+    w.snapshot()
+    full = w.builder.full_builds
+    w.store.create(node("b", cpu="8"))
+    snap = w.snapshot()
+    assert w.builder.full_builds == full + 1
+    assert [n.name for n in snap.nodes] == ["a", "b"]
+
+
+def test_a_resource_no_row_stands_for_builds_the_world_again() -> None:
+    w = World([node("a", cpu="8"), pod("p", cpu="1")])
+    w.snapshot()
+    full = w.builder.full_builds
+    odd = pod("odd", cpu="1")
+    odd["spec"]["containers"][0]["resources"]["requests"]["example.com/widget"] = "1"
+    odd["spec"]["containers"][0]["resources"]["limits"] = {"example.com/widget": "1"}
+    w.store.create(odd)
+    snap = w.snapshot()
+    assert w.builder.full_builds == full + 1
+    assert "example.com/widget" in snap.index.pos
+
+
+def test_a_queue_status_write_keeps_the_world_but_a_new_queue_rebuilds_it() -> None:
+    w = World([node("a", cpu="8"), queue("q"), pod("p", cpu="1", queue="q")])
+    w.snapshot()
+    full = w.builder.full_builds
+    q = w.store.get(kinds.QUEUE, "q")
+    q["status"] = {"allocated": {"cpu": "1"}}
+    w.store.update_status(q)
+    w.snapshot()
+    assert w.builder.full_builds == full
+    w.store.create(queue("r"))
+    snap = w.snapshot()
+    assert w.builder.full_builds == full + 1
+    assert "r" in snap.queues.queues
+
+
+def test_a_pod_that_finishes_frees_its_node_and_its_queue_usage_in_place() -> None:
+    w = World([node("a", cpu="4"), queue("q"), pod("done", cpu="3", queue="q"), pod("next", cpu="3", queue="q")])
+    _bind(w, "done", "a")
+    first = w.cycle()
+    assert first.bind_requests == []  # 3 of 4 cpus are taken
+    full = w.builder.full_builds
+    _bind(w, "done", "a", phase="Succeeded")
+    snap = w.snapshot()
+    assert w.builder.full_builds == full
+    assert snap.usage is not None and snap.usage.of(ALLOCATED, "q").get("cpu", 0.0) == 0.0
+    result = run_cycle(snap, w.config, "2026-01-01T00:00:00Z")
+    assert [br["spec"]["podName"] for br in result.bind_requests] == ["next"]
+
+
+def test_a_podgroup_created_after_its_pods_unblocks_the_gang_in_place() -> None:
+    w = World([node("a", cpu="8"), queue("q"), *[pod(f"m{i}", cpu="1", queue="q", group="g") for i in range(3)]])
+    snap = w.snapshot()
+    assert snap.groups["default/g"].blocked == 'PodGroup "default/g" does not exist'
+    full = w.builder.full_builds
+    w.store.create(podgroup("g", 3, queue="q"))
+    result = w.cycle()
+    assert w.builder.full_builds == full
+    assert sorted(br["spec"]["podName"] for br in result.bind_requests) == ["m0", "m1", "m2"]
+
+
+def _random_step(w: World, rng: random.Random, step: int) -> None:
+    pods = sorted(w.store.list(kinds.POD).items, key=lambda o: o["metadata"]["name"])
+    roll = rng.random()
+    if roll < 0.35 or not pods:
+        group = rng.choice([None, None, "g1", "g2"])
+        w.store.create(pod(f"p{step}", cpu=rng.choice(["1", "2", "500m"]), queue=rng.choice(["q1", "q2", "nope"]),
+                           group=group))
+        return
+    victim = rng.choice(pods)
+    name = victim["metadata"]["name"]
+    if roll < 0.55 and not victim["spec"].get("nodeName"):
+        _bind(w, name, rng.choice(["a", "b", "c"]))
+    elif roll < 0.65:
+        _bind(w, name, victim["spec"].get("nodeName") or "a", phase=rng.choice(["Succeeded", "Failed"]))
+    elif roll < 0.75:
+        w.store.delete(kinds.POD, name, "default")
+    elif roll < 0.85:
+        group = rng.choice(["g1", "g2"])
+        existing = w.store.list(kinds.POD_GROUP).items
+        if any(o["metadata"]["name"] == group for o in existing):
+            pg = w.store.get(kinds.POD_GROUP, group, "default")
+            pg["spec"]["minMember"] = rng.randint(1, 4)
+            w.store.update(pg)
+        else:
+            w.store.create(podgroup(group, rng.randint(1, 4), queue="q1"))
+    else:
+        p = w.store.get(kinds.POD, name, "default")
+        p["metadata"].setdefault("labels", {})["touched"] = str(step)
+        w.store.update(p)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_changes_give_the_world_and_the_decisions_of_a_full_build(seed: int) -> None:
+    """Every step: the world kept in place equals one built from scratch, and a cycle on either
+    snapshot places the same pods on the same nodes with the same messages."""
+    rng = random.Random(seed)
+    w = World([node("a", cpu="8"), node("b", cpu="8"), node("c", cpu="4"), queue("q1"), queue("q2"),
+               pod("first", cpu="1", queue="q1")])  # its namespace exists from the start
+    w.builder._check = False  # this test compares by itself
+    w.snapshot()
+    full_builds = w.builder.full_builds
+    for step in range(60):
+        _random_step(w, rng, step)
+        w.cache.sync(w.store)
+        kept = w.builder.build(w.cache)
+        fresh_builder = SnapshotBuilder(w.config)
+        fresh = fresh_builder.build(w.cache)
+        assert w.builder._world is not None and fresh_builder._world is not None
+        check_same_world(w.builder._world, fresh_builder._world)
+        now = "2026-01-01T00:00:00Z"
+        a, b = run_cycle(kept, w.config, now), run_cycle(fresh, w.config, now)
+        assert [(p.pod.key, p.node) for p in a.placements] == [(p.pod.key, p.node) for p in b.placements]
+        assert [(p.key, c["message"]) for p, c in a.pod_conditions] == \
+               [(p.key, c["message"]) for p, c in b.pod_conditions]
+        for br in a.bind_requests:  # the cycle's placements land, as the binder would write them
+            _bind(w, br["spec"]["podName"], br["spec"]["selectedNode"])
+    assert w.builder.full_builds == full_builds  # pods and PodGroups only: never a full build
+
+
+def test_the_check_names_what_differs() -> None:
+    w = World([node("a", cpu="8"), pod("p", cpu="1")])
+    w.snapshot()
+    fresh = SnapshotBuilder(w.config)
+    fresh.build(w.cache)
+    assert w.builder._world is not None and fresh._world is not None
+    w.builder._world.pod_used[0, 0] += 1.0
+    with pytest.raises(WorldMismatch, match="pod_used"):
+        check_same_world(w.builder._world, fresh._world)
+
+
+def test_the_cache_log_names_what_changed_and_forgets_what_is_long_past() -> None:
+    w = World([node("a"), pod("p")])
+    cache: SchedulerCache = w.cache
+    cache.sync(w.store)
+    since = cache.generation
+    w.store.create(pod("q"))
+    p = w.store.get(kinds.POD, "p", "default")
+    p["metadata"]["labels"] = {"x": "1"}
+    w.store.update(p)
+    cache.sync(w.store)
+    assert cache.changed_since(kinds.POD, since) == {"default/p", "default/q"}
+    for i in range(5000):
+        obj = w.store.get(kinds.POD, "q", "default")
+        obj["metadata"]["labels"] = {"n": str(i)}
+        w.store.update(obj)
+        cache.sync(w.store)
+    assert cache.changed_since(kinds.POD, since) is None  # too far back: read everything
+
+
+def _tree() -> Any:
+    return build_queue_tree([queue("parent"), queue("q", parent="parent")], lambda r: r)
+
+
+def test_a_claim_shared_by_two_pods_of_a_queue_counts_once_until_its_last_pod_goes() -> None:
+    ledger = UsageLedger(_tree())
+    gpu = {"c1": {"gpu": 2.0}}
+    ledger.set_pod("ns/a", PodUsage("q", (REQUESTED, ALLOCATED), {"cpu": 1.0}, ("c1",)), gpu)
+    ledger.set_pod("ns/b", PodUsage("q", (REQUESTED, ALLOCATED), {"cpu": 1.0}, ("c1",)), gpu)
+    assert ledger.usage.of(ALLOCATED, "parent") == {"cpu": 2.0, "gpu": 2.0}
+    ledger.set_pod("ns/a", None, gpu)
+    assert ledger.usage.of(ALLOCATED, "q") == {"cpu": 1.0, "gpu": 2.0}
+    ledger.set_pod("ns/b", None, gpu)
+    assert ledger.usage.of(ALLOCATED, "q") == {"cpu": 0.0, "gpu": 0.0}
+    assert not ledger.usage.claims[ALLOCATED]["q"]
+
+
+def test_a_cycle_changes_a_copy_of_the_usage_never_the_ledger() -> None:
+    ledger = UsageLedger(_tree())
+    ledger.set_pod("ns/a", PodUsage("q", (REQUESTED,), {"cpu": 1.0}, ("c1",)), {"c1": {"gpu": 1.0}})
+    mine = ledger.usage.copy()
+    mine.add(ALLOCATED, "q", {"cpu": 5.0})
+    mine.mark(REQUESTED, "q", ("c2",))
+    assert ledger.usage.of(ALLOCATED, "q") == {}
+    assert ledger.usage.claims[REQUESTED]["q"] == {"c1"}
+    assert mine.claims[REQUESTED]["q"] == {"c1", "c2"}
+
+
+def test_groups_are_built_from_their_members_alone() -> None:
+    w = World([node("a"), queue("q"), pod("x", queue="q", group="g"), pod("y", queue="other", group="g"),
+               podgroup("g", 2, queue="q")])
+    g: GroupInfo = w.snapshot().groups["default/g"]
+    assert [p.name for p in g.pods] == ["x", "y"] and g.queue == "q"
+    assert [p.name for p in g.label_mismatch] == ["y"]
