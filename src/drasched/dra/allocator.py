@@ -1,7 +1,7 @@
 """The structured-parameters allocator: which devices a pod's claims get on one node.
 
 Semantics follow upstream's ``structured/internal/experimental/allocator_experimental.go``
-(Kubernetes 1.36 with its default-on features): claims one after another, requests in
+(Kubernetes 1.37 with its default-on features): claims one after another, requests in
 order, each device first-fit over pools sorted by driver and pool name (pools with binding
 conditions last), slices by name, devices by index; a depth-first search with backtracking
 that stops at the first full solution. ``firstAvailable`` subrequests are tried in order.
@@ -59,7 +59,7 @@ from drasched.api.resource import (
 )
 from drasched.dra import explain as ex
 from drasched.dra.allocated_state import AllocatedState
-from drasched.dra.capacity import Consumption, consumption
+from drasched.dra.capacity import CapacityError, Consumption, consumption
 from drasched.dra.explain import Reason
 from drasched.dra.nodes import node_selector_matches
 from drasched.dra.pools import DeviceEntry, DeviceID, NodePools, Pool, PoolID, PoolIndex
@@ -82,7 +82,7 @@ _SEARCH_MEMO_LIMIT: Final = 50_000
 
 @dataclass(frozen=True)
 class Features:
-    """DRA feature gates that change allocation; all default on, as in Kubernetes 1.36."""
+    """DRA feature gates that change allocation; all default on, as in Kubernetes 1.37."""
 
     admin_access: bool = True
     prioritized_list: bool = True
@@ -726,11 +726,16 @@ class Allocator:
         if len(reasons) > before:
             return None
         # Upstream checks the smallest possible number of results before searching ("All"
-        # counts the matching devices of this node); more than 32 fails the pod's attempt.
-        least = sum(min(len(a.all_devices) if a.all_mode else a.count for a in alts) for alts in slots if alts)
-        if least > ALLOCATION_RESULTS_MAX_SIZE:
-            raise _PodError(f"claim {key} needs more than {ALLOCATION_RESULTS_MAX_SIZE} devices: number of "
-                            f"requested devices {least} exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}")
+        # counts the matching devices of this node), request by request as 1.37 does; more
+        # than 32 fails the pod's attempt.
+        counted = 0
+        for alts in (a for a in slots if a):
+            least = min(len(a.all_devices) if a.all_mode else a.count for a in alts)
+            if least > ALLOCATION_RESULTS_MAX_SIZE - counted:
+                request = alts[0].spec.parent or alts[0].spec.name
+                raise _PodError(f"claim {key}, request {request}: adding {least} devices exceeds the claim limit "
+                                f"of {ALLOCATION_RESULTS_MAX_SIZE}, with {counted} already accounted for")
+            counted += least
         plan = _Plan(index, spec, slots, constraints, [0] * len(slots))
         for si, alts in enumerate(slots):
             for a in alts:
@@ -760,10 +765,10 @@ class Allocator:
             for c in req.cands.selectable:
                 if c.err:
                     raise _PodError(f"claim {claim_key}, {c.err}")
-            # Devices whose capacity does not fit (what the request needs, next to what
-            # allocated claims already consume of a shared device) are not part of "all".
-            req.all_devices = [c for c in req.cands.selectable
-                               if not c.too_small and not self._capacity_exhausted(c)]
+            # Devices whose capacity cannot fit the request at all are not part of "all". Since
+            # 1.37 a shared device whose remaining capacity is used up by allocated claims
+            # still is: it is checked when taken, so "all" fails instead of taking the others.
+            req.all_devices = [c for c in req.cands.selectable if not c.too_small]
 
     def _capacity_exhausted(self, c: _Cand) -> bool:
         """A shared device without room for this request next to its allocated shares."""
@@ -818,9 +823,13 @@ class Allocator:
                 cand.tainted = _untolerated(dev, req.tolerations)
             if dev.consumes and not f.partitionable_devices:
                 cand.unsupported = True
-            if f.consumable_capacity:
-                cand.use = consumption(dev, req.capacity)
-                cand.too_small = cand.use is None
+            if f.consumable_capacity and cand.err is None:
+                try:
+                    cand.use = consumption(dev, req.capacity)
+                    cand.too_small = cand.use is None
+                except CapacityError as exc:  # upstream aborts when it tries this device
+                    cand.err = (f"request {req.full_name}: checking capacity for device "
+                                f"{dev.driver}/{dev.pool_name}/{dev.name}: {exc}")
             selectable.append(cand)
         usable = [c for c in selectable if c.err or c.static_ok]
         out = _Candidates(selectable, usable, failed_class, failed_request, errors,

@@ -5,11 +5,19 @@ unqualified name belongs to the device's driver). Every capacity of the device i
 the requested amount rounded up by the ``requestPolicy`` (``validRange`` to ``min`` and then
 to ``min + n*step``, ``validValues`` to the next listed value), or, when not requested, the
 policy default or else the whole capacity. A device that lacks a requested capacity, or whose
-policy the rounded amount violates, cannot serve the request. Exact fractions throughout.
+policy the rounded amount violates, cannot serve the request.
+
+Step arithmetic is upstream's whole-number path (``DRAFractionalCapacityRange`` is alpha and off
+in 1.37): request, ``min`` and ``step`` are read as ``Quantity.Value()`` reads them, rounded up
+to an integer, so ``200m`` counts as 1. A request that this arithmetic cannot represent (above
+MaxInt64, or rounding past it) and a negative amount abort the pod's attempt
+(:class:`CapacityError`) instead of skipping the device, as upstream 1.37 does. Everything
+else compares exact values.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -17,7 +25,20 @@ from drasched.api.resource import CapacityRequestPolicy
 from drasched.dra.pools import DeviceEntry, format_quantity, qualify, quantity, qvalue
 from drasched.quantity import QuantityError
 
-__all__ = ["Consumption", "consumption"]
+__all__ = ["CapacityError", "Consumption", "consumption"]
+
+MAX_INT64 = 2**63 - 1
+NOT_REPRESENTABLE = "capacity request cannot be represented in the device's range arithmetic"
+
+
+class CapacityError(ValueError):
+    """A capacity request no device can be checked against: the pod's attempt fails
+    (upstream ``errCapacityRequestNotRepresentable`` and ``errNegativeCapacity``)."""
+
+
+def _whole(value: Fraction) -> int:
+    """``Quantity.Value()``: rounded up, away from zero."""
+    return math.ceil(value) if value >= 0 else math.floor(value)
 
 
 @dataclass(frozen=True)
@@ -40,13 +61,16 @@ def _round_up(requested_raw: str | int | float, policy: CapacityRequestPolicy | 
         if rng.step is None:
             return req.value, str(req)
         step = quantity(rng.step)
-        if step.value <= 0:
+        if req.value > MAX_INT64:  # Value() would wrap
+            raise CapacityError(f"{NOT_REPRESENTABLE}: request {req} exceeds MaxInt64")
+        requested, step_int, low = _whole(req.value), _whole(step.value), _whole(lo.value)
+        if step_int <= 0:  # refused by validation; upstream would divide by zero
             return req.value, str(req)
-        n = -(-(req.value - lo.value) // step.value)  # ceil
-        value = lo.value + n * step.value
-        if value == req.value:
-            return value, str(req)
-        return value, format_quantity(value, step.format)
+        n = -(-(requested - low) // step_int)  # ceil
+        if low >= 0 and n > (MAX_INT64 - low) // step_int:
+            raise CapacityError(f"{NOT_REPRESENTABLE}: rounding request {req} up to the next step passes MaxInt64")
+        value = low + n * step_int
+        return Fraction(value), format_quantity(Fraction(value), step.format)
     if policy.valid_values:
         for v in policy.valid_values:
             q = quantity(v)
@@ -65,8 +89,8 @@ def _violates(value: Fraction, policy: CapacityRequestPolicy | None) -> bool:
         if rng.max is not None and value > qvalue(rng.max):
             return True
         if rng.step is not None and rng.min is not None:
-            step = qvalue(rng.step)
-            if step > 0 and (value - qvalue(rng.min)) % step != 0:
+            step = _whole(qvalue(rng.step))
+            if step > 0 and (_whole(value) - _whole(qvalue(rng.min))) % step != 0:
                 return True
         return False
     if policy.valid_values:
@@ -78,7 +102,9 @@ def consumption(dev: DeviceEntry, requests: dict[str, str | int | float] | None)
     """What ``requests`` consumes of ``dev`` on its own, or ``None`` if the device cannot serve it.
 
     The result does not depend on what others consume; callers add existing consumption
-    for devices that allow multiple allocations.
+    for devices that allow multiple allocations. Raises :class:`CapacityError` for a request
+    the device's arithmetic cannot represent or a negative amount, whichever capacity holds it
+    (every amount is resolved before any policy is checked, as upstream does).
     """
     resolved: dict[str, str | int | float] = {}
     for name, raw in (requests or {}).items():
@@ -92,16 +118,22 @@ def consumption(dev: DeviceEntry, requests: dict[str, str | int | float] | None)
         for fq, cap in dev.capacity.items():
             policy = cap.policy
             if fq in resolved:
-                value, text = _round_up(resolved[fq], policy)
+                try:
+                    value, text = _round_up(resolved[fq], policy)
+                except CapacityError as exc:
+                    raise CapacityError(f'capacity "{cap.name}": {exc}') from None
             elif policy is not None and policy.default is not None:
                 q = quantity(policy.default)
                 value, text = q.value, str(q)
             else:
                 value, text = cap.value, str(quantity(cap.raw_value))
-            if value < 0 or _violates(value, policy) or value > cap.value:
-                return None
+            if value < 0:
+                raise CapacityError(f'capacity "{cap.name}": capacity value is negative')
             amounts[fq] = value
             wire[cap.name] = text
+        for fq, cap in dev.capacity.items():
+            if _violates(amounts[fq], cap.policy) or amounts[fq] > cap.value:
+                return None
     except QuantityError:
         return None
     return Consumption(amounts, wire)

@@ -427,7 +427,7 @@ def test_capacity_request_filters_exclusive_devices() -> None:
 def test_more_than_32_devices_per_claim_is_refused() -> None:
     out = alloc_for([gpus("node-1", 40)]).allocate(N1, [claim("c", exact("gpu", count=33))])
     assert not out.ok
-    assert "more than 32" in out.message
+    assert "exceeds the claim limit of 32" in out.message
     assert alloc_for([gpus("node-1", 40)]).allocate(N1, [claim("c", exact("gpu", count=32))]).ok
 
 

@@ -1,9 +1,11 @@
 """Upstream's shared allocator test table, ported case by case.
 
 Source: ``staging/src/k8s.io/dynamic-resource-allocation/structured/internal/allocatortesting/
-allocator_testing.go`` (Kubernetes 1.36). Every case keeps its upstream name; the inputs are the
-same objects in wire form and the expected ``status.allocation`` is what upstream's allocator
-returns, compared field by field (shareIDs are replaced by a fixed value, as upstream does).
+allocator_testing.go`` (Kubernetes 1.37.2, ``k8s.io/dynamic-resource-allocation`` v0.37.2; the cases
+1.37 added are at the end, those it changed carry a "1.37" comment). Every case keeps its upstream
+name; the inputs are the same objects in wire form and the expected ``status.allocation`` is what
+upstream's allocator returns, compared field by field (shareIDs are replaced by a fixed value, as
+upstream does).
 
 Outcomes:
 
@@ -15,8 +17,11 @@ Outcomes:
   unschedulable (a missing DeviceClass, invalid pools surfaced with
   ``ErrFailedAllocationOnNode``): drasched's per-node reasons.
 
-Cases that need a feature upstream 1.36 does not enable by default (``DRAListTypeAttributes``)
-and the ``expectNumAllocateOneInvocations`` counters (an implementation detail) are not ported.
+Not ported: cases that need a feature 1.37 does not enable by default (alpha:
+``DRAListTypeAttributes``, ``DRADeviceCompatibilityGroups`` including its two "disabled" cases,
+whose ``compatibilityGroups`` field the API server drops while the gate is off,
+``DRADerivedAttributes``, ``DRAOptionalNodeOperations``, ``DRAFractionalCapacityRange``'s
+enabled case) and the ``expectNumAllocateOneInvocations`` counters (an implementation detail).
 """
 
 from __future__ import annotations
@@ -2373,7 +2378,7 @@ case(
         [claim(CLAIM0, _cap(all_request(REQ0, CLASS_A), ONE))],
         [A_A],
         _mslice(_multi(device(DEVICE1, {CAPACITY0: ONE})), _multi(device(DEVICE2, {CAPACITY0: ONE}))),
-        [allocation(L1, result(REQ0, DRIVER_A, POOL1, DEVICE2, share=True, consumed={CAPACITY0: ONE}))],
+        NONE,  # 1.37: device-1's capacity is used up but it still matches, so "All" fails
         allocated=capacity_in_use(D1, **{CAPACITY0: ONE}),
     ),
 )
@@ -3019,6 +3024,296 @@ case(
                 result(R2S1, DRIVER_A, POOL1, DEVICE1),
             )
         ],
+    ),
+)
+
+
+# ------------------------------------------------------------------ added in 1.37
+
+INT64_HALF_PLUS_ONE = 2**62  # math.MaxInt/2+1 on 64 bits
+case(
+    "with-claim-config-for-two-requests",
+    Case(
+        [claim(CLAIM0, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1), request(REQ2, CLASS_A, 1),
+               config=[{"requests": [REQ0, REQ1], **device_config(DRIVER_A, "deviceAttribute")}])],
+        [A_A],
+        [slice_many("slice-1", NODE1, POOL1, DRIVER_A, 3)],
+        [allocation(L1, result(REQ0, DRIVER_A, POOL1, DEVICE0), result(REQ1, DRIVER_A, POOL1, DEVICE1),
+                    result(REQ2, DRIVER_A, POOL1, DEVICE2),
+                    config=[{"source": "FromClaim", "requests": [REQ0, REQ1],
+                             **device_config(DRIVER_A, "deviceAttribute")}])],
+    ),
+)
+case(
+    "exact-count-total-overflows-claim-limit",
+    Case([claim(CLAIM0, request(REQ0, CLASS_A, INT64_HALF_PLUS_ONE), request(REQ1, CLASS_A, INT64_HALF_PLUS_ONE))],
+         [A_A], [], error("exceeds the claim limit")),
+)
+case(
+    "exact-count-total-would-wrap-to-zero",
+    Case([claim(CLAIM0, *(request(r, CLASS_A, INT64_HALF_PLUS_ONE) for r in (REQ0, REQ1, REQ2, REQ3)))],
+         [A_A], [], error("exceeds the claim limit")),
+)
+case(
+    "exact-count-sum-exceeds-claim-limit",
+    Case([claim(CLAIM0, request(REQ0, CLASS_A, 20), request(REQ1, CLASS_A, 20))], [A_A], [],
+         error(f"request {REQ1}")),
+)
+case(
+    "exact-count-sum-exactly-fills-claim-limit",
+    Case(
+        [claim(CLAIM0, request(REQ0, CLASS_A, MAX // 2), request(REQ1, CLASS_A, MAX // 2))],
+        [A_A],
+        [slice_many("slice-1", NODE1, POOL1, DRIVER_A, MAX)],
+        [allocation(L1, *(result(REQ0 if i < MAX // 2 else REQ1, DRIVER_A, POOL1, f"device-{i}") for i in range(MAX)))],
+    ),
+)
+case(
+    "claim-config-scoped-to-subrequests-of-one-request",
+    Case(
+        [claim(CLAIM0, prioritized(REQ0, sub_request(SUB0, CLASS_A, 1), sub_request(SUB1, CLASS_B, 1)),
+               request(REQ1, CLASS_A, 1),
+               config=[{"requests": [R0S0, R0S1], **device_config(DRIVER_A, "scoped")}])],
+        [A_A, B_B],
+        [slice_many("slice-1", NODE1, POOL1, DRIVER_A, 2)],
+        [allocation(L1, result(R0S0, DRIVER_A, POOL1, DEVICE0), result(REQ1, DRIVER_A, POOL1, DEVICE1),
+                    config=[{"source": "FromClaim", "requests": [R0S0, R0S1], **device_config(DRIVER_A, "scoped")}])],
+    ),
+)
+case(
+    "claim-config-covering-all-requests-is-cleared",
+    Case(
+        [claim(CLAIM0, prioritized(REQ0, sub_request(SUB0, CLASS_A, 1), sub_request(SUB1, CLASS_B, 1)),
+               request(REQ1, CLASS_A, 1),
+               config=[{"requests": [R0S0, REQ1], **device_config(DRIVER_A, "all")}])],
+        [A_A, B_B],
+        [slice_many("slice-1", NODE1, POOL1, DRIVER_A, 2)],
+        [allocation(L1, result(R0S0, DRIVER_A, POOL1, DEVICE0), result(REQ1, DRIVER_A, POOL1, DEVICE1),
+                    config=[{"source": "FromClaim", **device_config(DRIVER_A, "all")}])],
+    ),
+)
+case(
+    "prioritized-list-minimum-sum-exceeds-claim-limit",
+    Case([claim(CLAIM0, request(REQ0, CLASS_A, 20),
+                prioritized(REQ1, sub_request(SUB0, CLASS_A, 20), sub_request(SUB1, CLASS_A, 24)))],
+         [A_A], [], error(f"request {REQ1}")),
+)
+case(
+    "prioritized-list-overflowing-first-subrequest-is-pruned",
+    Case(
+        [claim(CLAIM0, request(REQ0, CLASS_A, 1),
+               prioritized(REQ1, sub_request(SUB0, CLASS_A, 2**63 - 1), sub_request(SUB1, CLASS_A, 1)))],
+        [A_A],
+        [slice_("slice-1", NODE1, POOL1, DRIVER_A, device(DEVICE1), device(DEVICE2))],
+        [allocation(L1, result(REQ0, DRIVER_A, POOL1, DEVICE1), result(R1S1, DRIVER_A, POOL1, DEVICE2))],
+    ),
+)
+case(
+    "partitionable-devices-counter-quantities-are-not-modified",
+    Case(
+        [claim(CLAIM0, request(REQ0, CLASS_A, 1))],
+        [A_A],
+        [
+            slice_("slice-1", NODE1, _pool2(), DRIVER_A,
+                   partition(DEVICE1, consumes(COUNTER_SET1, c="9000000000000000000"), from_counters=False),
+                   partition(DEVICE2, consumes(COUNTER_SET1, c="1"), from_counters=False)),
+            counters_slice("slice-2", NODE1, _pool2(), DRIVER_A, counter_set(COUNTER_SET1, c="10000000000000000000")),
+        ],
+        [allocation(L1, result(REQ0, DRIVER_A, POOL1, DEVICE2))],
+        allocated=in_use(_dev(DRIVER_A, POOL1, DEVICE1)),
+    ),
+)
+case(
+    "partitionable-devices-counter-cache-scoped-by-pool-ID",
+    Case(
+        [claim(CLAIM0, request(REQ0, CLASS_A, 1)), claim(CLAIM1, request(REQ1, CLASS_B, 1))],
+        [A_A, B_B],
+        [
+            slice_("slice-1", NODE1, _pool2(), DRIVER_A,
+                   partition(DEVICE1, consumes(COUNTER_SET1, c="1"), from_counters=False)),
+            counters_slice("slice-2", NODE1, _pool2(), DRIVER_A, counter_set(COUNTER_SET1, c="1")),
+            slice_("slice-3", NODE1, _pool2(), DRIVER_B,
+                   partition(DEVICE2, consumes(COUNTER_SET1, c="2"), from_counters=False)),
+            counters_slice("slice-4", NODE1, _pool2(), DRIVER_B, counter_set(COUNTER_SET1, c="2")),
+        ],
+        [allocation(L1, result(REQ0, DRIVER_A, POOL1, DEVICE1)),
+         allocation(L1, result(REQ1, DRIVER_B, POOL1, DEVICE2))],
+    ),
+)
+case(
+    "partitionable-devices-counter-cache-not-crossed-between-driver-schemas",
+    Case(
+        [claim(CLAIM0, request(REQ0, CLASS_A, 1)), claim(CLAIM1, request(REQ1, CLASS_B, 1))],
+        [A_A, B_B],
+        [
+            slice_("slice-1", NODE1, _pool2(), DRIVER_A,
+                   partition(DEVICE1, consumes(COUNTER_SET1, c="1"), from_counters=False)),
+            counters_slice("slice-2", NODE1, _pool2(), DRIVER_A, counter_set(COUNTER_SET1, c="1")),
+            slice_("slice-3", NODE1, _pool2(), DRIVER_B,
+                   partition(DEVICE2, consumes(COUNTER_SET2, d="2"), from_counters=False)),
+            counters_slice("slice-4", NODE1, _pool2(), DRIVER_B, counter_set(COUNTER_SET2, d="1")),
+        ],
+        NONE,
+    ),
+)
+case(
+    "partitionable-consumable-capacity-shared-device-counter-not-recharged",
+    Case(
+        [claim(CLAIM0, request(REQ0, CLASS_A, 1))],
+        [A_A],
+        [
+            slice_("slice-1", NODE1, _pool2(), DRIVER_A,
+                   _multi(partition(DEVICE1, consumes(COUNTER_SET1, c="1"), from_counters=False))),
+            counters_slice("slice-2", NODE1, _pool2(), DRIVER_A, counter_set(COUNTER_SET1, c="1")),
+        ],
+        [allocation(L1, result(REQ0, DRIVER_A, POOL1, DEVICE1, share=True))],
+        # a persisted share of device-1 known only by its share ID (no consumed capacity)
+        allocated=[{"devices": {"results": [{"request": "r", "driver": DRIVER_A, "pool": POOL1, "device": DEVICE1,
+                                             "shareID": "00000000-0000-0000-0000-000000000001"}]}}],
+    ),
+)
+case(
+    "partitionable-devices-devices-consume-counter-set-in-different-nodes",
+    Case(
+        [claim(CLAIM0, request(REQ0, CLASS_A, 1))],
+        [A_A],
+        [
+            counters_slice("slice-1", NODE1, resource_pool(POOL1, 3), DRIVER_A,
+                           counter_set(COUNTER_SET1, memory="8Gi")),
+            slice_("slice-2", NODE1, resource_pool(POOL1, 3), DRIVER_A,
+                   partition(DEVICE1, consumes(COUNTER_SET1, memory="6Gi"))),
+            slice_("slice-3", NODE2, resource_pool(POOL1, 3), DRIVER_A,
+                   partition(DEVICE2, consumes(COUNTER_SET1, memory="6Gi")),
+                   partition(DEVICE3, consumes(COUNTER_SET1, memory="2Gi"))),
+        ],
+        [allocation(local_selector(NODE2), result(REQ0, DRIVER_A, POOL1, DEVICE3))],
+        allocated=in_use(_dev(DRIVER_A, POOL1, DEVICE1)),
+        node=node(NODE2, REGION1),
+    ),
+)
+
+
+ABOVE_INT64 = "18446744073709551616"  # 2^64
+_RANGE_MULTI_A = cls(CLASS_A, DRIVER_A, multi=True)
+case(
+    "consumable-capacity-range-policy-request-above-int64-rejected",
+    Case(
+        [claim(CLAIM0, _cap(request(REQ0, CLASS_A, 1), ABOVE_INT64))],
+        [_RANGE_MULTI_A],
+        _mslice(_multi(device(DEVICE1, {CAPACITY0: range_policy(FOUR)}))),
+        error("cannot be represented"),
+    ),
+)
+case(
+    "consumable-capacity-range-policy-rounded-value-overflow-rejected",
+    Case(
+        [claim(CLAIM0, _cap(request(REQ0, CLASS_A, 1), "9223372036854775807"))],
+        [_RANGE_MULTI_A],
+        _mslice(_multi(device(DEVICE1, {CAPACITY0: range_policy(FOUR)}))),
+        error("cannot be represented"),
+    ),
+)
+case(
+    "consumable-capacity-range-policy-overflow-aborts-not-skip",
+    Case(
+        [claim(CLAIM0, _cap(request(REQ0, CLASS_A, 1), ABOVE_INT64))],
+        [_RANGE_MULTI_A],
+        _mslice(_multi(device(DEVICE1, {CAPACITY0: range_policy(FOUR)})),
+                _multi(device(DEVICE2, {CAPACITY0: "36893488147419103232"}))),
+        error("cannot be represented"),
+    ),
+)
+case(
+    "consumable-capacity-range-policy-allocation-mode-all-overflow-aborts",
+    Case(
+        [claim(CLAIM0, _cap(all_request(REQ0, CLASS_A), ABOVE_INT64))],
+        [_RANGE_MULTI_A],
+        _mslice(_multi(device(DEVICE1, {CAPACITY0: range_policy(FOUR)}))),
+        error("cannot be represented"),
+    ),
+)
+case(
+    "consumable-capacity-negative-request-aborts",
+    Case(
+        [claim(CLAIM0, _cap(request(REQ0, CLASS_A, 1), "-5"))],
+        [_RANGE_MULTI_A],
+        _mslice(_multi(device(DEVICE1, {CAPACITY0: "10"}))),
+        error("negative"),
+    ),
+)
+case(
+    "consumable-capacity-requests-are-not-modified",
+    Case(
+        [claim(CLAIM0, _cap(request(REQ0, CLASS_A, 1), TWO),
+               _cap(request(REQ1, CLASS_A, 1), "1000000000000000000000"))],
+        [A_A],
+        _mslice(_multi(device(DEVICE1, {CAPACITY0: {
+            "value": "1000000000000000000002",
+            "requestPolicy": {"default": "1000000000000000000000", "validRange": {"min": TWO}}}}))),
+        [allocation(L1, result(REQ0, DRIVER_A, POOL1, DEVICE1, share=True, consumed={CAPACITY0: TWO}),
+                    # 10^21, as drasched's Quantity writes it (upstream compares the value)
+                    result(REQ1, DRIVER_A, POOL1, DEVICE1, share=True, consumed={CAPACITY0: "1e21"}))],
+    ),
+)
+case(
+    "consumable-capacity-fractional-range-gate-disabled",
+    Case(
+        [claim(CLAIM0, _cap(request(REQ0, CLASS_A, 1), "200m"))],
+        [_RANGE_MULTI_A],
+        _mslice(_multi(device(DEVICE1, {CAPACITY0: range_policy(ONE, default="200m", lo="200m", step="100m",
+                                                                 hi=ONE)}))),
+        # DRAFractionalCapacityRange (alpha, off): the policy's quantities are read as whole
+        # numbers (200m and 100m round up to 1), so the request takes min + 0 steps = 1
+        [allocation(L1, result(REQ0, DRIVER_A, POOL1, DEVICE1, share=True, consumed={CAPACITY0: ONE}))],
+    ),
+)
+
+
+def _strings(*values: str) -> list[Obj]:
+    return [device(f"device-{i}", None, attrs(stringAttribute=v)) for i, v in enumerate(values, start=1)]
+
+
+def _numas(*values: int) -> list[Obj]:
+    return [device(f"device-{i}", None, attrs(numa=v)) for i, v in enumerate(values, start=1)]
+
+
+case(
+    "distinct-constraint-single-request-count-3-not-distinct",
+    Case([claim(CLAIM0, request(REQ0, CLASS_A, 3), constraints=[{"distinctAttribute": STRING_ATTR}])],
+         [A_A], _mslice(*_strings("value1", "value2", "value1")), NONE),
+)
+case(
+    "distinct-constraint-single-request-count-3-all-distinct",
+    Case(
+        [claim(CLAIM0, request(REQ0, CLASS_A, 3), constraints=[{"distinctAttribute": STRING_ATTR}])],
+        [A_A],
+        _mslice(*_strings("value1", "value2", "value3")),
+        [allocation(L1, *(result(REQ0, DRIVER_A, POOL1, d) for d in (DEVICE1, DEVICE2, DEVICE3)))],
+    ),
+)
+case(
+    "distinct-constraint-two-requests-with-count-not-distinct",
+    Case([claim(CLAIM0, request(REQ0, CLASS_A, 2), request(REQ1, CLASS_A, 1),
+                constraints=[{"distinctAttribute": STRING_ATTR, "requests": [REQ0, REQ1]}])],
+         [A_A], _mslice(*_strings("value1", "value2", "value1")), NONE),
+)
+case(
+    "distinct-constraint-single-request-multiple-devices-attribute-not-set",
+    Case([claim(CLAIM0, request(REQ0, CLASS_A, 3), constraints=[{"distinctAttribute": INT_ATTR}])],
+         [A_A], _mslice(device(DEVICE1), device(DEVICE2), device(DEVICE3)), NONE),
+)
+case(
+    "distinct-constraint-single-request-not-enough-distinct-values",
+    Case([claim(CLAIM0, request(REQ0, CLASS_A, 3), constraints=[{"distinctAttribute": INT_ATTR}])],
+         [A_A], _mslice(*_numas(1, 2, 2, 2)), NONE),
+)
+case(
+    "distinct-constraint-single-request-multiple-devices-attribute-set",
+    Case(
+        [claim(CLAIM0, request(REQ0, CLASS_A, 3), constraints=[{"distinctAttribute": INT_ATTR}])],
+        [A_A],
+        _mslice(*_numas(1, 2, 1, 3)),
+        [allocation(L1, *(result(REQ0, DRIVER_A, POOL1, d) for d in (DEVICE1, DEVICE2, DEVICE4)))],
     ),
 )
 
