@@ -24,10 +24,9 @@ def _job(obj: Obj) -> None:
     spec.setdefault("parallelism", 1)
     if spec.get("backoffLimit") is None:
         spec["backoffLimit"] = INT32_MAX if spec.get("backoffLimitPerIndex") is not None else JOB_DEFAULT_BACKOFF_LIMIT
-    template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
-    md = obj.setdefault("metadata", {})
-    if template_labels and not md.get("labels"):
-        md["labels"] = dict(template_labels)
+    # The template's labels go to a Job without labels once the selector's labels are in them
+    # (drasched.api.job_strategy, on create).
+    spec.setdefault("manualSelector", False)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
     policy = spec.get("podFailurePolicy")

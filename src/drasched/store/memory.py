@@ -29,6 +29,7 @@ from drasched.api.errors import (
     invalid,
 )
 from drasched.api.errors import Cause as _Cause
+from drasched.api.job_strategy import prepare_job_for_create
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time, merge_patch
 from drasched.api.selectors import field_selector_matches, label_selector_matches
@@ -171,6 +172,8 @@ class MemoryStore:
         if key in self._objects:
             raise AlreadyExists(f'{rt.group_resource} "{md["name"]}" already exists', rt.kind, md["name"])
         md.setdefault("uid", self._uid())
+        if rt is kinds.JOB:  # the Job's selector and template labels come from its uid
+            prepare_job_for_create(obj)
         md.setdefault("creationTimestamp", format_time(self._clock()))
         md.pop("deletionTimestamp", None)
         md.pop("selfLink", None)

@@ -21,10 +21,12 @@ Follows upstream ``pkg/controller/job/job_controller.go`` in what a user sees:
   active pods (``Suspended`` condition); resuming resets ``startTime``.
   ``ttlSecondsAfterFinished`` deletes a finished Job (its pods go with it by garbage collection).
 
+The selector and the template labels are the API server's, generated from the Job's uid on
+create (:mod:`drasched.api.job_strategy`; the memory store does it too).
+
 Not modelled: the ``batch.kubernetes.io/job-tracking`` finalizer (pods are counted in
-memory instead, so a Job loaded with a status counts from the pods it finds), the selector and
-template labels the API server generates from the Job's uid (the controller puts the labels on
-the pods it makes), ``backoffLimitPerIndex``, ``successPolicy`` and ``managedBy``.
+memory instead, so a Job loaded with a status counts from the pods it finds),
+``backoffLimitPerIndex``, ``successPolicy`` and ``managedBy``.
 """
 
 from __future__ import annotations

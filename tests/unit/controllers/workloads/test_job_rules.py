@@ -62,8 +62,9 @@ def test_job_defaults_as_the_api_server_fills_them() -> None:
     WORKLOAD_DEFAULTS["Job"](job)
     filled = {k: v for k, v in job["spec"].items() if k != "template"}
     assert filled == {"completions": 1, "parallelism": 1, "backoffLimit": 6, "completionMode": "NonIndexed",
-                      "suspend": False, "podReplacementPolicy": "TerminatingOrFailed"}
-    assert job["metadata"]["labels"] == {"app": "x"}
+                      "suspend": False, "podReplacementPolicy": "TerminatingOrFailed", "manualSelector": False}
+    # the labels go to the Job on create, with the selector's (tests/contract/test_job_selector_contract.py)
+    assert job["metadata"] == {}
     work_queue = {"spec": {"parallelism": 4, "podFailurePolicy": {"rules": [
         {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}}}
     WORKLOAD_DEFAULTS["Job"](work_queue)
