@@ -31,6 +31,8 @@ class AllocatedState:
         self._capacity: dict[DeviceID, dict[str, Fraction]] = {}
         self._pool_version: Counter[PoolID] = Counter()
         self._pool_devices: dict[PoolID, Counter[str]] = defaultdict(Counter)
+        self._borrowed: set[PoolID] = set()
+        """Pools whose device counter is still the one :meth:`fork` shared (copied on first write)."""
         self.version = 0
 
     @classmethod
@@ -42,6 +44,20 @@ class AllocatedState:
             if alloc:
                 state.add(alloc)
         return state
+
+    def fork(self) -> AllocatedState:
+        """A copy to change freely (one cycle's tentative allocations): devices and versions are
+        copied at once, each pool's device names on its first change, so forking a large
+        cluster's state costs little more than copying its taken devices."""
+        out = AllocatedState()
+        out._exclusive = self._exclusive.copy()
+        out._shares = defaultdict(Counter, {d: c.copy() for d, c in self._shares.items()})
+        out._capacity = {d: dict(c) for d, c in self._capacity.items()}
+        out._pool_version = self._pool_version.copy()
+        out._pool_devices = defaultdict(Counter, self._pool_devices)
+        out._borrowed = set(self._pool_devices)
+        out.version = self.version
+        return out
 
     # ---------------------------------------------------------------- queries
 
@@ -108,6 +124,9 @@ class AllocatedState:
                 if self._exclusive[dev] <= 0:
                     del self._exclusive[dev]
             self._pool_version[(driver, pool)] += 1
+            if (driver, pool) in self._borrowed:
+                self._borrowed.discard((driver, pool))
+                self._pool_devices[(driver, pool)] = self._pool_devices[(driver, pool)].copy()
             in_pool = self._pool_devices[(driver, pool)]
             in_pool[name] += sign
             if in_pool[name] <= 0:

@@ -106,6 +106,16 @@ def resolve_pod_claims(
     return out
 
 
+def named_claims(namespace: str, pod: Obj, entries: tuple[ClaimEntry, ...], group: Obj | None) -> set[str]:
+    """Keys of every claim :func:`resolve_pod_claims` may look up for this pod: a claim named
+    directly, or one its (or its group's) status names for a template. When one of them
+    changes, the pod's claims are resolved again."""
+    keys = {f"{namespace}/{e.claim_name}" for e in entries if e.claim_name}
+    for statuses in (_status_names(pod), _status_names(group)):
+        keys.update(f"{namespace}/{name}" for name in statuses.values() if name)
+    return keys
+
+
 def _request_classes(spec: Obj) -> dict[str, str]:
     """Request name (``req`` or ``req/sub``) -> DeviceClass name."""
     out: dict[str, str] = {}

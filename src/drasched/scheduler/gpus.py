@@ -80,6 +80,19 @@ class GpuInventory:
     """GPU devices -> the DRA nodes that reach them."""
     shareable: dict[tuple[str, int], DeviceEntry] = field(default_factory=dict)
     """(GPU class, node) -> the first device of that class on the node that allows multiple allocations."""
+    used_exact: dict[int, Fraction] = field(default_factory=dict)
+    """``used`` as exact fractions (partitions are sevenths, eighths...): summed exactly, so taking
+    a claim out and putting another in leaves no rounding behind."""
+
+    def hold(self, allocation: Obj, sign: int) -> list[int]:
+        """Add (``sign`` 1) or take out (-1) a claim's GPU units; the nodes whose ``used`` changed."""
+        touched: list[int] = []
+        for dev_id, units in self.allocation_units(allocation):
+            for j in self.device_nodes.get(dev_id, ()):
+                self.used_exact[j] = self.used_exact.get(j, Fraction(0)) + sign * units
+                self.used[j] = float(self.used_exact[j])
+                touched.append(j)
+        return touched
 
     def result_units(self, result: Obj) -> Fraction:
         """GPU units of an allocation result (0 for devices that are no GPU)."""
@@ -127,7 +140,5 @@ def build_gpu_inventory(alloc: Allocator, nodes: Sequence[NodeInfo], accounting:
                     inv.shareable.setdefault((c, j), dev)
         inv.total[j] = _count_gpus(on_node)
     for allocation in claim_allocations:
-        for dev_id, units in inv.allocation_units(allocation):
-            for j in inv.device_nodes.get(dev_id, ()):
-                inv.used[j] += float(units)
+        inv.hold(allocation, 1)
     return inv

@@ -38,7 +38,7 @@ from drasched.dra.pools import DeviceID, PoolIndex
 from drasched.dra.taintrules import parse_rules
 from drasched.scheduler.backoff import BindBackoff
 from drasched.scheduler.cache import SchedulerCache
-from drasched.scheduler.claims import ClaimInfo, PodClaim, build_claim_info, resolve_pod_claims
+from drasched.scheduler.claims import ClaimInfo, PodClaim, build_claim_info, named_claims, resolve_pod_claims
 from drasched.scheduler.config import SchedulerConfig
 from drasched.scheduler.constants import GPU, PODS
 from drasched.scheduler.devices import ClassMatchMemo, DeviceAccounting, count_class_devices
@@ -154,9 +154,9 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 
 _PATCHED_KINDS = frozenset({kinds.POD.kind, kinds.BIND_REQUEST.kind, kinds.POD_GROUP.kind, kinds.QUEUE.kind,
-                            kinds.POD_DISRUPTION_BUDGET.kind, kinds.CONFIG_MAP.kind})
+                            kinds.RESOURCE_CLAIM.kind, kinds.POD_DISRUPTION_BUDGET.kind, kinds.CONFIG_MAP.kind})
 """Kinds whose changes the builder applies in place; a change of any other kind (nodes, slices,
-classes, claims, ...) builds the world again from the cache."""
+classes, templates, ...) builds the world again from the cache."""
 
 CHECK_ENV = "DRASCHED_CHECK_SNAPSHOTS"
 """Set (the test suite does): every snapshot built in place is compared with one built from scratch."""
@@ -312,7 +312,8 @@ class SnapshotBuilder:
             claims[key] = build_claim_info(key, obj, assumed_alloc.get(key), assumed_res.get(key, []), accounting)
         owned = extended_claims_by_owner(claims)
         br_allocations = bind_request_allocations(cache, pods, assumed, owned)
-        allocator = self._allocator(cache, classes, claims, br_allocations)
+        state = _base_state(claims, br_allocations)
+        allocator = self._allocator(cache, classes, state)
         slices = cache.objects(kinds.RESOURCE_SLICE)
         self._class_memo.begin(cache.kind_generation(kinds.DEVICE_CLASS))
         counts = count_class_devices(allocator, node_objs, accounting, self._class_memo,
@@ -347,8 +348,8 @@ class SnapshotBuilder:
             device_used=device_used, pod_used=np.zeros((r_count, n_count)),
             pod_releasing=np.zeros((r_count, n_count)), counts=counts, gpus=gpus,
             capacity=_capacity(nodes, alloc, index, accounting, class_rows), tree=tree, claims=claims,
-            owned=owned, claim_brs=_claim_brs(assumed_alloc, assumed_res, br_allocations),
-            assumed=assumed, stale=stale, ledger=UsageLedger(tree))
+            owned=owned, assumed_alloc=assumed_alloc, assumed_res=_kept(assumed_res), br_allocations=br_allocations,
+            state=state, assumed=assumed, stale=stale, ledger=UsageLedger(tree))
         self._world, self._world_of = w, id(cache)
         for key, p in pods.items():
             self._put_pod(w, key, p)
@@ -360,15 +361,8 @@ class SnapshotBuilder:
             self._rebuild_group(w, gkey, pgs, templates)
         return w
 
-    def _allocator(self, cache: SchedulerCache, classes: list[Obj], claims: Mapping[str, ClaimInfo],
-                   br_allocations: list[Obj]) -> Allocator:
-        """A fresh allocator whose state holds every allocated claim (the cycle changes that state)."""
-        state = AllocatedState()
-        for info in claims.values():
-            if info.allocation:
-                state.add(info.allocation)
-        for a in br_allocations:
-            state.add(a)
+    def _allocator(self, cache: SchedulerCache, classes: list[Obj], state: AllocatedState) -> Allocator:
+        """A fresh allocator on ``state`` (its failure and counter memos hold for one cycle)."""
         return Allocator(classes, (), state, index=self._pool_index(cache), selector_cache=self._selectors,
                          wall_time_limit=self.allocation_wall_time)
 
@@ -388,6 +382,7 @@ class SnapshotBuilder:
         if p is None:
             w.pods.pop(key, None)
             w.pod_claims.pop(key, None)
+            _set_deps(w, key, set())
             assert w.ledger is not None
             w.ledger.set_pod(key, None, {})
             return nodes, groups
@@ -419,6 +414,7 @@ class SnapshotBuilder:
                 if w.group_of.get(p.key) is None:
                     w.ledger.set_pod(p.key, None, {})
                     w.pod_claims.pop(p.key, None)
+                    _set_deps(w, p.key, set())
             return
         members = sorted((w.pods[k] for k in keys), key=member_order)
         g = build_group(gkey, members, pgs.get(gkey) if members[0].group_label else None, w.assumed, w.prio,
@@ -433,8 +429,10 @@ class SnapshotBuilder:
             if p.claim_entries and not p.terminal:
                 w.pod_claims[p.key] = resolve_pod_claims(p.namespace, p.obj, p.uid, p.claim_entries, g.obj,
                                                          g.claim_entries, w.claims, templates)
+                _set_deps(w, p.key, named_claims(p.namespace, p.obj, p.claim_entries, g.obj))
             else:
                 w.pod_claims.pop(p.key, None)
+                _set_deps(w, p.key, set())
             usage = None
             if g.queue in w.tree.queues:
                 keys_of = [c.key for c in w.pod_claims.get(p.key, ()) if c.key]
@@ -444,6 +442,59 @@ class SnapshotBuilder:
             if w.group_of.get(p.key) is None:  # left every group (gone, or no longer ours)
                 w.ledger.set_pod(p.key, None, {})
                 w.pod_claims.pop(p.key, None)
+                _set_deps(w, p.key, set())
+
+    def _patch_claims(self, w: World, cache: SchedulerCache, keys: set[str]) -> set[str]:
+        """Build the changed claims again, move their devices in or out; the pods that name them."""
+        assert w.ledger is not None
+        touched_extended = False
+        pods: set[str] = set()
+        for key in keys:
+            old = w.claims.get(key)
+            obj = cache.get(kinds.RESOURCE_CLAIM, key)
+            new = None if obj is None else build_claim_info(
+                key, obj, w.assumed_alloc.get(key), w.assumed_res.get(key, []), w.accounting)
+            if old is not None and old.allocation:
+                self._hold(w, old.allocation, -1, gpu_units=not old.extended)
+            if new is not None and new.allocation:
+                self._hold(w, new.allocation, 1, gpu_units=not new.extended)
+            if new is None:
+                w.claims.pop(key, None)
+            else:
+                w.claims[key] = new
+            touched_extended |= bool(old is not None and old.extended) or bool(new is not None and new.extended)
+            w.ledger.set_claim(key, new.demand if new is not None else {})
+            pods |= w.claim_pods.get(key, set())
+        if touched_extended:
+            w.owned = extended_claims_by_owner(w.claims)
+        return pods
+
+    def _hold(self, w: World, allocation: Obj, sign: int, gpu_units: bool) -> None:
+        """Take (``sign`` 1) or give back (-1) an allocation's devices in the world's state, and
+        move the class rows (and the GPU row's units) of the nodes that reach them."""
+        devices = _exclusive_devices(allocation)
+        before = [w.state.in_use(d) for d in devices]
+        if sign > 0:
+            w.state.add(allocation)
+        else:
+            w.state.remove(allocation)
+        gpu_classes = w.accounting.gpu_classes
+        for d, was in zip(devices, before):
+            now_used = w.state.in_use(d)
+            if now_used == was:
+                continue
+            delta = 1.0 if now_used else -1.0
+            classes = w.counts.device_classes.get(d, ())
+            for j in w.counts.device_nodes.get(d, ()):
+                for cls in classes:
+                    w.counts.in_use[cls][j] += delta
+                    w.device_used[w.class_rows[cls], j] += delta
+                if any(c in gpu_classes for c in classes):
+                    w.counts.gpu_in_use[j] += delta
+        if gpu_units:
+            row = w.index.pos[GPU]
+            for j in w.gpus.hold(allocation, sign):
+                w.device_used[row, j] = w.gpus.used[j]
 
     def _patch(self, w: World, cache: SchedulerCache, changed: dict[str, set[str]]) -> bool:
         """Apply the cache's changes to the world; False: a change it does not follow in place."""
@@ -455,6 +506,7 @@ class SnapshotBuilder:
             w.tree = tree
             w.ledger.retree(tree)
         dirty_pods = set(changed.get(kinds.POD.kind, ()))
+        claim_keys = set(changed.get(kinds.RESOURCE_CLAIM.kind, ()))
         parsed: dict[str, PodInfo | None] = {}
         for key in dirty_pods:
             obj = cache.get(kinds.POD, key)
@@ -470,14 +522,31 @@ class SnapshotBuilder:
         if dirty_pods or kinds.BIND_REQUEST.kind in changed:
             view: Mapping[str, PodInfo | None] = ChainMap(parsed, pods)  # type: ignore[arg-type]
             assumed, stale, assumed_alloc, assumed_res = _bind_requests(cache, view)
-            br_allocations = bind_request_allocations(cache, view, assumed, w.owned)  # type: ignore[arg-type]
-            if _claim_brs(assumed_alloc, assumed_res, br_allocations) != w.claim_brs:
-                return False  # claims' assumed state changed
+            assumed_res = _kept(assumed_res)
+            claim_keys |= {k for k in assumed_alloc.keys() | w.assumed_alloc.keys()
+                           if assumed_alloc.get(k) != w.assumed_alloc.get(k)}
+            claim_keys |= {k for k in assumed_res.keys() | w.assumed_res.keys()
+                           if assumed_res.get(k) != w.assumed_res.get(k)}
+            w.assumed_alloc, w.assumed_res = assumed_alloc, assumed_res
             for key in set(assumed) ^ set(w.assumed) | {k for k in assumed if w.assumed.get(k) != assumed[k]}:
                 if (current := view.get(key)) is not None:
                     dirty_pods.add(key)
                     parsed.setdefault(key, current)
             w.assumed, w.stale = assumed, stale
+        if claim_keys:
+            for key in self._patch_claims(w, cache, claim_keys):
+                if key not in parsed and key in pods:
+                    dirty_pods.add(key)
+                    parsed[key] = pods[key]
+        if dirty_pods or claim_keys or kinds.BIND_REQUEST.kind in changed:
+            view = ChainMap(parsed, pods)  # type: ignore[arg-type]
+            br_allocations = bind_request_allocations(cache, view, w.assumed, w.owned)  # type: ignore[arg-type]
+            if br_allocations != w.br_allocations:
+                for a in w.br_allocations:
+                    self._hold(w, a, -1, gpu_units=False)
+                for a in br_allocations:
+                    self._hold(w, a, 1, gpu_units=False)
+                w.br_allocations = br_allocations
         nodes: set[int] = set()
         groups: set[str] = set(k for k in changed.get(kinds.POD_GROUP.kind, ()) if k in w.members)
         for key in dirty_pods:
@@ -496,8 +565,7 @@ class SnapshotBuilder:
                   now: datetime | None) -> Snapshot:
         """The snapshot of the world: copies of what a cycle changes, the rest shared."""
         classes = list(cache.objects(kinds.DEVICE_CLASS).values())
-        br_allocations = w.claim_brs[2]
-        allocator = self._allocator(cache, classes, w.claims, br_allocations)
+        allocator = self._allocator(cache, classes, w.state.fork())
         held = {} if backoff is None or now is None else _backing_off(backoff, w.pods, w.stale, now)
         groups: dict[str, GroupInfo] = w.groups
         pending = [w.groups[k] for k in w.pending]
@@ -530,6 +598,21 @@ class SnapshotBuilder:
         )
 
 
+def _set_deps(w: World, pod: str, keys: set[str]) -> None:
+    """Record which claims pod ``pod`` resolves (so a change of one resolves it again)."""
+    old = w.pod_deps.pop(pod, set())
+    for k in old - keys:
+        users = w.claim_pods.get(k)
+        if users is not None:
+            users.discard(pod)
+            if not users:
+                del w.claim_pods[k]
+    for k in keys - old:
+        w.claim_pods.setdefault(k, set()).add(pod)
+    if keys:
+        w.pod_deps[pod] = keys
+
+
 class _ClaimDemand(Mapping[str, Mapping[str, float]]):
     """Claim key -> its device demand, read from the claims on demand (no copy per group)."""
 
@@ -546,9 +629,27 @@ class _ClaimDemand(Mapping[str, Mapping[str, float]]):
         return len(self._claims)
 
 
-def _claim_brs(assumed_alloc: Obj, assumed_res: dict[str, list[Obj]], br_allocations: list[Obj]) -> tuple[
-        Obj, dict[str, list[Obj]], list[Obj]]:
-    return (assumed_alloc, {k: v for k, v in assumed_res.items() if v}, br_allocations)
+def _kept(assumed_res: dict[str, list[Obj]]) -> dict[str, list[Obj]]:
+    """Assumed reservations, without claims left with none (so that equal states compare equal)."""
+    return {k: v for k, v in assumed_res.items() if v}
+
+
+def _base_state(claims: Mapping[str, ClaimInfo], br_allocations: list[Obj]) -> AllocatedState:
+    """Devices taken by every allocated claim and by pending BindRequests' extended allocations."""
+    state = AllocatedState()
+    for info in claims.values():
+        if info.allocation:
+            state.add(info.allocation)
+    for a in br_allocations:
+        state.add(a)
+    return state
+
+
+def _exclusive_devices(allocation: Obj) -> list[DeviceID]:
+    """Devices an allocation takes whole (admin access and shares take none)."""
+    return [(str(r.get("driver", "")), str(r.get("pool", "")), str(r.get("device", "")))
+            for r in ((allocation or {}).get("devices") or {}).get("results") or []
+            if not r.get("adminAccess") and not r.get("shareID")]
 
 
 def _backing_off(backoff: BindBackoff, pods: dict[str, PodInfo], stale: dict[str, Obj],

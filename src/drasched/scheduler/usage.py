@@ -107,6 +107,8 @@ class UsageLedger:
         self.usage = QueueUsage(tree)
         self._pods: dict[str, PodUsage] = {}
         self._claim_refs: dict[tuple[str, str], dict[str, tuple[int, Mapping[str, float]]]] = {}
+        self._claim_queues: dict[str, set[tuple[str, str]]] = {}
+        """Claim key -> the (kind, queue) pairs it is counted in."""
 
     def retree(self, tree: QueueTree) -> None:
         """A new tree of the same shape (queue names and parents): statuses or settings changed."""
@@ -130,6 +132,17 @@ class UsageLedger:
                 for c in new.claims:
                     self._ref(kind, new.queue, c, claim_demand.get(c, {}))
 
+    def set_claim(self, claim: str, demand: Mapping[str, float]) -> None:
+        """A claim's device demand changed (allocated, or gone): count the new one where it is counted."""
+        for kind, queue in self._claim_queues.get(claim, ()):
+            refs = self._claim_refs[(kind, queue)]
+            count, old = refs[claim]
+            if old == demand:
+                continue
+            self.usage.add(kind, queue, old, -1.0)
+            self.usage.add(kind, queue, demand)
+            refs[claim] = (count, dict(demand))
+
     def _ref(self, kind: str, queue: str, claim: str, demand: Mapping[str, float]) -> None:
         refs = self._claim_refs.setdefault((kind, queue), {})
         hit = refs.get(claim)
@@ -137,6 +150,7 @@ class UsageLedger:
             refs[claim] = (hit[0] + 1, hit[1])
             return
         refs[claim] = (1, dict(demand))
+        self._claim_queues.setdefault(claim, set()).add((kind, queue))
         self.usage.add(kind, queue, demand)
         self.usage.mark(kind, queue, (claim,))
 
@@ -147,5 +161,9 @@ class UsageLedger:
             refs[claim] = (count - 1, demand)
             return
         del refs[claim]
+        where = self._claim_queues[claim]
+        where.discard((kind, queue))
+        if not where:
+            del self._claim_queues[claim]
         self.usage.add(kind, queue, demand, -1.0)
         self.usage.mark(kind, queue, (claim,), counted=False)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from drasched.dra.allocated_state import AllocatedState
 from drasched.scheduler.claims import ClaimInfo, PodClaim
 from drasched.scheduler.devices import ClassCounts, DeviceAccounting
 from drasched.scheduler.extended import request_row
@@ -56,9 +57,14 @@ class World:
     tree: QueueTree
     claims: dict[str, ClaimInfo]
     owned: dict[tuple[str, str], list[ClaimInfo]]
-    claim_brs: tuple[Obj, dict[str, list[Obj]], list[Obj]]
-    """What pending BindRequests say about claims (assumed allocations, reservations, extended
-    allocations): a change there changes claims, so the world is built again."""
+    assumed_alloc: Obj
+    """Claim key -> the allocation a pending BindRequest gives it (the claim's status has none yet)."""
+    assumed_res: dict[str, list[Obj]]
+    """Claim key -> reservations pending BindRequests add."""
+    br_allocations: list[Obj]
+    """Extended-resource allocations of pending BindRequests whose claim does not exist yet."""
+    state: AllocatedState
+    """Devices taken by allocated claims and ``br_allocations``: each cycle works on a fork."""
     assumed: dict[str, str]
     stale: dict[str, Obj]
     pods: dict[str, PodInfo] = field(default_factory=dict)
@@ -77,6 +83,10 @@ class World:
     deleting: dict[str, PodInfo] = field(default_factory=dict)
     """Pods being deleted, not finished yet (those bound hold their node until they are gone)."""
     ledger: UsageLedger | None = None
+    pod_deps: dict[str, set[str]] = field(default_factory=dict)
+    """Pod key -> the claims its resolution looked up."""
+    claim_pods: dict[str, set[str]] = field(default_factory=dict)
+    """Claim key -> the pods whose resolution looked it up (resolved again when it changes)."""
 
 
 def counted_node(pod: PodInfo, assumed: Mapping[str, str], node_pos: Mapping[str, int]) -> int | None:

@@ -53,9 +53,20 @@ def check_same_world(kept: World, fresh: World) -> None:
         a, b = getattr(kept, name), getattr(fresh, name)
         if a.shape != b.shape or not np.allclose(a, b, rtol=1e-9, atol=1e-6):
             differ(name)
-    for name in ("assumed", "counted", "group_of", "claim_brs"):
+    for name in ("assumed", "counted", "group_of", "assumed_alloc", "assumed_res", "br_allocations"):
         if getattr(kept, name) != getattr(fresh, name):
             differ(name, getattr(kept, name), getattr(fresh, name))
+    if kept.claims.keys() != fresh.claims.keys():
+        differ("claims", sorted(kept.claims.keys() ^ fresh.claims.keys()))
+    for k, c in kept.claims.items():
+        f = fresh.claims[k]
+        if (c.obj is not f.obj or c.allocation != f.allocation or c.reserved_for != f.reserved_for
+                or c.demand != f.demand or c.assumed != f.assumed):
+            differ(f"claim {k}", (c.allocation, c.reserved_for, c.demand), (f.allocation, f.reserved_for, f.demand))
+    if kept.state.devices() != fresh.state.devices():
+        differ("devices taken", sorted(kept.state.devices() ^ fresh.state.devices()))
+    if kept.owned.keys() != fresh.owned.keys():
+        differ("extended-resource claims by owner", sorted(kept.owned), sorted(fresh.owned))
     if kept.stale.keys() != fresh.stale.keys():
         differ("stale BindRequests", sorted(kept.stale), sorted(fresh.stale))
     on_a = {j: s for j, s in kept.on_node.items() if s}
