@@ -19,6 +19,7 @@ def _print_errors(errors: list[str]) -> None:
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from drasched.api.manifest import ManifestError, dump_yaml, load_paths
+    from drasched.sim.progress import Progress
     from drasched.sim.runner import SimulationError, simulate
 
     try:
@@ -36,8 +37,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
                                    max_rounds=args.max_rounds, seed=args.seed)
             result = timeline.result
         else:
+            progress = None if args.quiet else Progress(sys.stderr)  # a status line on a terminal only
             result = simulate([item.obj for item in loaded], sources=[item.where for item in loaded],
-                              max_rounds=args.max_rounds, seed=args.seed)
+                              max_rounds=args.max_rounds, seed=args.seed, progress=progress)
     except SimulationError as exc:
         _print_errors(exc.errors)
         print(f"error: {len(exc.errors)} object(s) rejected; nothing was simulated", file=sys.stderr)

@@ -11,6 +11,7 @@ from drasched.api.errors import ApiError
 from drasched.control import Controller
 from drasched.sim.clock import VirtualClock
 from drasched.sim.context import SimContext
+from drasched.sim.progress import Progress
 from drasched.store.memory import MemoryStore
 
 Obj = dict[str, Any]
@@ -97,17 +98,20 @@ class Simulation:
         result.objects = [_for_output(o) for o in self.store.all_objects()]
         return result
 
-    def run(self, max_rounds: int = 100_000, on_quiet: Callable[[], None] | None = None) -> bool:
+    def run(self, max_rounds: int = 100_000, on_quiet: Callable[[], None] | None = None,
+            on_round: Callable[[], None] | None = None) -> bool:
         """Run rounds until no controller has work left; False if ``max_rounds`` ran out first.
 
         ``on_quiet`` is called whenever every controller is idle, before virtual time moves on
-        (the HTML report samples the cluster there)."""
+        (the HTML report samples the cluster there); ``on_round`` after every round (progress)."""
         for _ in range(max_rounds):
             self.rounds += 1
             progressed = False
             for c in self.controllers:
                 if c.reconcile(self.ctx):
                     progressed = True
+            if on_round is not None:
+                on_round()
             if progressed:
                 continue
             if on_quiet is not None:
@@ -126,11 +130,20 @@ def simulate(
     sources: Sequence[str] | None = None,
     max_rounds: int = 100_000,
     seed: int = 0,
+    progress: Progress | None = None,
 ) -> SimResult:
-    """Run the embedded control plane over ``objects`` until nothing is left to do."""
+    """Run the embedded control plane over ``objects`` until nothing is left to do;
+    ``progress`` shows how far it got (on a terminal)."""
     sim = Simulation(controllers, seed=seed)
-    sim.load(objects, sources)
-    return sim.result(sim.run(max_rounds))
+    if progress is None or not progress.enabled:
+        sim.load(objects, sources)
+        return sim.result(sim.run(max_rounds))
+    try:
+        sim.load(objects, sources)
+        progress.loaded(len(objects), sim.clock.now())
+        return sim.result(sim.run(max_rounds, on_round=lambda: progress.tick(sim.store, sim.clock.now(), sim.rounds)))
+    finally:
+        progress.done()
 
 
 def _for_output(obj: Obj) -> Obj:
