@@ -25,7 +25,7 @@ from drasched.cel.ast import (
     Node,
     Select,
 )
-from drasched.cel.runtime import RegexError, compile_regex
+from drasched.cel.runtime import EvalError, RegexError, compile_regex, to_duration, to_timestamp
 
 # ------------------------------------------------------------------------------------ types
 
@@ -43,6 +43,8 @@ ANY: Final = "any"
 TYPE: Final = "type"
 QTY: Final = "kubernetes.Quantity"
 SEMVER: Final = "kubernetes.Semver"
+DUR: Final = "google.protobuf.Duration"
+TS: Final = "google.protobuf.Timestamp"
 DEVICE: Final = "kubernetes.DRADevice"
 A: Final = "~A"
 B: Final = "~B"
@@ -92,9 +94,13 @@ def is_dyn(t: Type) -> bool:
     return t in (DYN, ANY)
 
 
+_SHORT_NAMES: Final = {DUR: "duration", TS: "timestamp"}
+"""How cel-go's messages name the well-known types ("applied to '(duration, int)'")."""
+
+
 def fmt(t: Type) -> str:
     if isinstance(t, str):
-        return "dyn" if t.startswith("~") else t
+        return "dyn" if t.startswith("~") else _SHORT_NAMES.get(t, t)
     if t[0] == "dmap":
         return f"map(string, {fmt(t[1])})"
     return f"{t[0]}({', '.join(fmt(p) for p in t[1:])})"
@@ -183,6 +189,23 @@ _ORDERED = (INT, UINT, DOUBLE, STRING, BYTES, BOOL)
 def _rel(op: str, helper: str) -> list[Overload]:
     out = [_g((t, t), BOOL, f"t:({{0}} {op} {{1}})", True) for t in _ORDERED]
     out += [_g((x, y), BOOL, f"t:({{0}} {op} {{1}})", True) for x in _NUMS for y in _NUMS if x != y]
+    out += [_g((t, t), BOOL, f"h:{helper}", True) for t in (DUR, TS)]
+    return out
+
+
+_TS_FIELDS: Final = ("getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek")
+_CLOCK_FIELDS: Final = ("getHours", "getMinutes", "getSeconds", "getMilliseconds")
+
+
+def _time_accessors() -> dict[str, list[Overload]]:
+    """cel-go's timestamp accessors (each also with a time zone argument) and the duration
+    ones (without); one runtime helper per name serves every overload."""
+    out: dict[str, list[Overload]] = {}
+    for name in (*_TS_FIELDS, *_CLOCK_FIELDS):
+        helper = "h:" + "".join("_" + c.lower() if c.isupper() else c for c in name)  # getFullYear -> get_full_year
+        out[name] = [_m((TS,), INT, helper), _m((TS, STRING), INT, helper)]
+        if name in _CLOCK_FIELDS:
+            out[name].append(_m((DUR,), INT, helper, True))
     return out
 
 
@@ -200,11 +223,17 @@ FUNCTIONS: Final[dict[str, list[Overload]]] = {
         _g((STRING, STRING), STRING, "hc:concat"),
         _g((BYTES, BYTES), BYTES, "t:({0} + {1})", True),
         _g((list_of(A), list_of(A)), list_of(A), "hc:concat"),
+        _g((TS, DUR), TS, "h:add"),
+        _g((DUR, TS), TS, "h:add"),
+        _g((DUR, DUR), DUR, "h:add"),
     ],
     "_-_": [
         _g((INT, INT), INT, "h:sub"),
         _g((UINT, UINT), UINT, "h:sub"),
         _g((DOUBLE, DOUBLE), DOUBLE, "t:({0} - {1})", True),
+        _g((TS, TS), DUR, "h:sub"),
+        _g((TS, DUR), TS, "h:sub"),
+        _g((DUR, DUR), DUR, "h:sub"),
     ],
     "_*_": [
         _g((INT, INT), INT, "h:mul"),
@@ -228,10 +257,14 @@ FUNCTIONS: Final[dict[str, list[Overload]]] = {
     "startsWith": [_m((STRING, STRING), BOOL, "t:{0}.startswith({1})", True)],
     "endsWith": [_m((STRING, STRING), BOOL, "t:{0}.endswith({1})", True)],
     "matches": [_m((STRING, STRING), BOOL, "h:matches"), _g((STRING, STRING), BOOL, "h:matches")],
-    "int": [_g((t,), INT, "h:to_int") for t in (INT, UINT, DOUBLE, STRING)],
+    "int": [_g((t,), INT, "h:to_int") for t in (INT, UINT, DOUBLE, STRING, DUR, TS)],
     "uint": [_g((t,), UINT, "h:to_uint") for t in (INT, UINT, DOUBLE, STRING)],
     "double": [_g((t,), DOUBLE, "h:to_double") for t in (INT, UINT, DOUBLE, STRING)],
-    "string": [_g((t,), STRING, "h:to_string") for t in (INT, UINT, DOUBLE, BOOL, STRING, BYTES)],
+    "string": [_g((t,), STRING, "h:to_string") for t in (INT, UINT, DOUBLE, BOOL, STRING, BYTES, DUR, TS)],
+    # cel-go standard library: google.protobuf.Duration and Timestamp
+    "duration": [_g((t,), DUR, "h:to_duration") for t in (STRING, INT, DUR)],
+    "timestamp": [_g((t,), TS, "h:to_timestamp") for t in (STRING, INT, TS)],
+    **_time_accessors(),
     "bytes": [_g((t,), BYTES, "h:to_bytes") for t in (BYTES, STRING)],
     "bool": [_g((t,), BOOL, "h:to_bool") for t in (BOOL, STRING)],
     "dyn": [_g((A,), DYN, "t:{0}", True)],
@@ -617,6 +650,8 @@ class Checker:
             self._check_regex(pattern, validated=fn == "matches" and member)
         if fn == "format" and member and args:
             self._check_format(n, args[0])
+        if fn in ("duration", "timestamp") and not member and args:
+            self._check_time_literal(fn, args[0])
         all_total = len(matched) == 1 and matched[0][0].total and not any(is_dyn(_norm(x)) for x in types)
         raises = (target_info.raises if target_info else False) or any(i.raises for i in infos) or not all_total
         return n, Info(rt, overloads=tuple(ov for ov, _ in matched), raises=raises)
@@ -646,6 +681,18 @@ class Checker:
                 bad = "decimal clause can only be used on integers"
             if bad is not None:
                 raise CheckError(f"error during formatting: {bad}, was given {given}", elem.pos)
+
+    def _check_time_literal(self, fn: str, arg: Node) -> None:
+        """cel-go's duration and timestamp literal validators (the Kubernetes base environment
+        enables them): a constant argument is converted at compile time, and one that fails
+        is "invalid duration argument" at the literal. ``duration(1)`` fails too: the int
+        overload is declared, but cel-go cannot convert an int to a duration."""
+        if not isinstance(arg, Literal):
+            return
+        try:
+            (to_duration if fn == "duration" else to_timestamp)(arg.value)
+        except EvalError:
+            raise CheckError(f"invalid {fn} argument", arg.pos) from None
 
     def _check_regex(self, pat: Node | None, validated: bool) -> None:
         """A constant pattern must compile. cel-go's regex literal validator checks the member

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from drasched.cel.ast import Call, Comprehension, CreateList, CreateMap, Ident, Index, Literal, Node, Select
-from drasched.cel.checker import ANY, BOOL, BYTES, DEVICE, DOUBLE, DYN, INT, QTY, SEMVER, STRING, UINT, Info
+from drasched.cel.checker import ANY, BOOL, BYTES, DEVICE, DOUBLE, DUR, DYN, INT, QTY, SEMVER, STRING, TS, UINT, Info
 
 __all__ = ["UNBOUNDED", "estimate_cost"]
 
@@ -40,7 +40,7 @@ _ORDERING: Final = frozenset({"_<_", "_<=_", "_>_", "_>=_"})
 _COMPARISONS: Final = _ORDERING | {"_==_", "_!=_"}
 _LIST_SCANS: Final = frozenset({"isSorted", "sum", "min", "max", "indexOf", "lastIndexOf"})
 _NUMBERS: Final = frozenset({INT, UINT, DOUBLE})
-_SCALAR_TYPES: Final = frozenset({INT, UINT, DOUBLE, BOOL})  # cel-go isScalar: constant size
+_SCALAR_TYPES: Final = frozenset({INT, UINT, DOUBLE, BOOL, DUR, TS})  # cel-go isScalar: constant size
 
 
 @dataclass(frozen=True)

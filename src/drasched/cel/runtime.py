@@ -16,7 +16,9 @@ from typing import Any, Final, NoReturn
 
 import re2
 
+from drasched.cel import timevals
 from drasched.cel.semver import Semver, SemverError
+from drasched.cel.timevals import Duration, Timestamp
 from drasched.quantity import Format, Quantity, QuantityError
 
 INT_MIN: Final = -(1 << 63)
@@ -77,6 +79,8 @@ TYPE_VALUES: Final = {
         "kubernetes.Quantity",
         "kubernetes.Semver",
         "kubernetes.DRADevice",
+        "google.protobuf.Duration",
+        "google.protobuf.Timestamp",
     )
 }
 
@@ -147,6 +151,10 @@ def type_name(v: Any) -> str:
         return "kubernetes.Semver"
     if t is Opt:
         return "optional_type"
+    if t is Duration:
+        return "google.protobuf.Duration"
+    if t is Timestamp:
+        return "google.protobuf.Timestamp"
     if t is CelType:
         return "type"
     if hasattr(v, "attributes") and hasattr(v, "driver"):
@@ -230,6 +238,8 @@ def compare(a: Any, b: Any, fn: str) -> int:
         if (ta is float and math.isnan(a)) or (tb is float and math.isnan(b)):
             return 2
         return (a > b) - (a < b)
+    if ta is tb and ta in (Duration, Timestamp):
+        return (a.ns > b.ns) - (a.ns < b.ns)
     no_overload(fn, a, b)
 
 
@@ -308,8 +318,40 @@ def _uint(v: int) -> UInt:
     fail("unsigned integer overflow")
 
 
+def _time_result(kind: type[Duration] | type[Timestamp], ns: int) -> Any:
+    """A duration must fit int64 nanoseconds; a timestamp int64 seconds (cel-go does not
+    range-check arithmetic results further)."""
+    if kind is Duration:
+        if not INT_MIN <= ns <= INT_MAX:
+            fail("integer overflow")
+        return Duration(ns)
+    if not INT_MIN <= ns // timevals.NANOS <= INT_MAX:
+        fail("timestamp overflow")
+    return Timestamp(ns)
+
+
+def _time_add(a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if ta is Duration and tb is Duration:
+        return _time_result(Duration, a.ns + b.ns)
+    if {ta, tb} == {Duration, Timestamp}:
+        return _time_result(Timestamp, a.ns + b.ns)
+    no_overload("_+_", a, b)
+
+
+def _time_sub(a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if ta is Timestamp and tb is Timestamp:
+        return _time_result(Duration, a.ns - b.ns)
+    if ta in (Timestamp, Duration) and tb is Duration:
+        return _time_result(ta, a.ns - b.ns)
+    no_overload("_-_", a, b)
+
+
 def add(a: Any, b: Any) -> Any:
     ta, tb = type(a), type(b)
+    if ta in (Duration, Timestamp):
+        return _time_add(a, b)
     if ta is not tb:
         no_overload("_+_", a, b)
     if ta is int:
@@ -323,6 +365,8 @@ def add(a: Any, b: Any) -> Any:
 
 def sub(a: Any, b: Any) -> Any:
     ta, tb = type(a), type(b)
+    if ta in (Duration, Timestamp):
+        return _time_sub(a, b)
     if ta is not tb:
         no_overload("_-_", a, b)
     if ta is int:
@@ -610,6 +654,10 @@ def to_int(v: Any) -> int:
         if re.fullmatch(r"[+-]?[0-9]+", v):
             return _int(int(v))
         fail(f"cannot convert string {v!r} to int")
+    if t is Duration:
+        return v.ns  # nanoseconds
+    if t is Timestamp:
+        return v.ns // timevals.NANOS  # Go's Time.Unix(): whole seconds, rounded down
     no_overload("int", v)
 
 
@@ -691,7 +739,73 @@ def to_string(v: Any) -> str:
             fail("invalid UTF-8 in bytes, cannot convert to string")
     if t is Quantity or t is Semver:
         return str(v)
+    if t is Duration:
+        return timevals.format_duration(v.ns)
+    if t is Timestamp:
+        return timevals.format_timestamp(v.ns)
     no_overload("string", v)
+
+
+# durations and timestamps (cel-go standard library)
+
+
+def to_duration(v: Any) -> Duration:
+    """``duration(string)`` parses as Go's ``time.ParseDuration``; ``duration(int)`` is declared
+    but cel-go has no such conversion, so it always fails."""
+    t = type(v)
+    if t is Duration:
+        return v
+    if t is str:
+        try:
+            return Duration(timevals.parse_duration(v))
+        except ValueError as e:
+            fail(f"type conversion error from 'string' to 'google.protobuf.Duration': {e}")
+    if t is int:
+        fail("type conversion error from 'int' to 'google.protobuf.Duration'")
+    no_overload("duration", v)
+
+
+def to_timestamp(v: Any) -> Timestamp:
+    """``timestamp(string)`` parses RFC 3339; ``timestamp(int)`` is Unix seconds; both within
+    years 0001 to 9999."""
+    t = type(v)
+    if t is Timestamp:
+        return v
+    try:
+        if t is str:
+            return Timestamp(timevals.parse_timestamp(v))
+        if t is int:
+            return Timestamp(timevals.checked_timestamp_seconds(v) * timevals.NANOS)
+    except ValueError as e:
+        fail(f"type conversion error from '{type_name(v)}' to 'google.protobuf.Timestamp': {e}")
+    no_overload("timestamp", v)
+
+
+def _time_accessor(name: str) -> Callable[..., int]:
+    def get(v: Any, tz: Any = "") -> int:
+        if type(v) is Timestamp and type(tz) is str:
+            try:
+                return timevals.timestamp_field(v.ns, name, tz)
+            except ValueError as e:
+                fail(str(e))
+        if type(v) is Duration and tz == "" and name in ("getHours", "getMinutes", "getSeconds", "getMilliseconds"):
+            return timevals.duration_field(v.ns, name)
+        no_overload(name, v, tz)
+
+    get.__name__ = name
+    return get
+
+
+get_full_year = _time_accessor("getFullYear")
+get_month = _time_accessor("getMonth")
+get_day_of_year = _time_accessor("getDayOfYear")
+get_day_of_month = _time_accessor("getDayOfMonth")
+get_date = _time_accessor("getDate")
+get_day_of_week = _time_accessor("getDayOfWeek")
+get_hours = _time_accessor("getHours")
+get_minutes = _time_accessor("getMinutes")
+get_seconds = _time_accessor("getSeconds")
+get_milliseconds = _time_accessor("getMilliseconds")
 
 
 def to_bytes(v: Any) -> bytes:
@@ -974,7 +1088,7 @@ def list_last_index_of(lst: Any, x: Any) -> int:
 def _comparable(lst: list[Any], fn: str) -> None:
     if lst:
         t0 = type(lst[0])
-        if t0 not in (int, UInt, float, str, bytes, bool, Quantity, Semver):
+        if t0 not in (int, UInt, float, str, bytes, bool, Quantity, Semver, Duration, Timestamp):
             no_overload(fn, lst)
         for e in lst:
             if type(e) is not t0:
@@ -996,7 +1110,7 @@ def list_sum(lst: Any) -> Any:
     acc = lst[0]
     for e in lst[1:]:
         acc = add(acc, e)
-    if type(acc) not in _NUM:
+    if type(acc) not in _NUM and type(acc) is not Duration:
         no_overload("sum", lst)
     return acc
 
