@@ -393,7 +393,7 @@ class LocalCluster:
             "--watch-cache-sizes=configmaps#0",
             f"--cert-dir={self.dir / 'certs'}",
             f"--runtime-config={','.join(self.served.runtime_config)}",
-            f"--feature-gates={','.join(f'{g}=true' for g in FEATURE_GATES)}",
+            f"--feature-gates={','.join(f'{g}=true' for g in (*FEATURE_GATES, *self.served.gang_gates))}",
             *self.extra_args,
         ]
         self._apiserver_args = args

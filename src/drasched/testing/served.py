@@ -8,8 +8,9 @@ start the one before it (1.36) while a cache holds only that. Between them, kind
 * Workload and PodGroup: ``scheduling.k8s.io/v1beta1`` in 1.37; 1.36 serves ``v1alpha2``, which
   1.37 no longer serves. The shapes differ (:func:`gang_as`).
 
-A ``--runtime-config`` naming a group version the binary does not know makes kube-apiserver
-refuse to start, so the flags come from here too. Pure functions: no I/O.
+A ``--runtime-config`` naming a group version the binary does not know, or a ``--feature-gates``
+naming a gate it does not know, makes kube-apiserver refuse to start, so those flags come from
+here too. Pure functions: no I/O.
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ class ServedApis:
     """``--runtime-config`` entries: every DRA version the conversion contract reads back, and
     the gang API (with ``GenericWorkload`` on, the server's own PodGroup and Workload
     informers never sync without it, and ``/readyz`` stays failing)."""
+    gang_gates: tuple[str, ...]
+    """Alpha gates of the gang API's fields, on top of the DRA gates every release takes: with
+    them off the server drops ``schedulingConstraints`` (both releases) and, in 1.36,
+    ``disruptionMode`` and ``priorityClassName`` on write. 1.37 removed GangScheduling and
+    WorkloadAwarePreemption (its fields are always served), so they are 1.36's alone."""
 
 
 def kube_minor(version: str) -> int:
@@ -58,9 +64,11 @@ def served_apis(version: str) -> ServedApis:
     minor = kube_minor(version)
     dra = (f"{RESOURCE}/v1=true", f"{RESOURCE}/v1beta2=true", f"{RESOURCE}/v1beta1=true")
     if minor >= 37:
-        return ServedApis(minor, f"{RESOURCE}/v1", GANG_V1BETA1, (*dra, f"{GANG_V1BETA1}=true"))
+        return ServedApis(minor, f"{RESOURCE}/v1", GANG_V1BETA1, (*dra, f"{GANG_V1BETA1}=true"),
+                          ("TopologyAwareWorkloadScheduling",))
     if minor == 36:
-        return ServedApis(minor, f"{RESOURCE}/v1beta2", GANG_V1ALPHA2, (*dra, f"{GANG_V1ALPHA2}=true"))
+        return ServedApis(minor, f"{RESOURCE}/v1beta2", GANG_V1ALPHA2, (*dra, f"{GANG_V1ALPHA2}=true"),
+                          ("TopologyAwareWorkloadScheduling", "GangScheduling", "WorkloadAwarePreemption"))
     raise ValueError(f"Kubernetes {version} is not supported by the test setup (1.36 or 1.37)")
 
 

@@ -77,3 +77,10 @@ def test_v1beta1_only_fields_have_no_v1alpha2_form() -> None:
     group = {**V1BETA1_GROUP, "spec": {**V1BETA1_GROUP["spec"], "preemptionPolicy": "Never"}}
     with pytest.raises(ValueError, match=r"PodGroup ml/g: spec.preemptionPolicy has no scheduling.k8s.io/v1alpha2"):
         gang_as(group, "scheduling.k8s.io/v1alpha2")
+
+
+def test_gang_field_gates_exist_in_their_release() -> None:
+    # pkg/features/kube_features.go: 1.37 removed GangScheduling and WorkloadAwarePreemption; an
+    # unknown gate stops kube-apiserver from starting.
+    assert V137.gang_gates == ("TopologyAwareWorkloadScheduling",)
+    assert set(V136.gang_gates) == {"TopologyAwareWorkloadScheduling", "GangScheduling", "WorkloadAwarePreemption"}
