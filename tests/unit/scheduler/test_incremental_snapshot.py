@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from drasched.api import kinds
+from drasched.dra.allocated_state import AllocatedState
 from drasched.scheduler.cache import SchedulerCache
 from drasched.scheduler.cycle import run_cycle
 from drasched.scheduler.groups import GroupInfo
@@ -21,7 +22,18 @@ from drasched.scheduler.queues import build_queue_tree
 from drasched.scheduler.snapshot import SnapshotBuilder
 from drasched.scheduler.usage import ALLOCATED, REQUESTED, PodUsage, UsageLedger
 from drasched.scheduler.worldcheck import WorldMismatch, check_same_world
-from tests.unit.scheduler.helpers import World, node, pod, podgroup, queue
+from tests.unit.scheduler.helpers import (
+    CLASS,
+    World,
+    allocation,
+    claim,
+    device_class,
+    node,
+    pod,
+    podgroup,
+    queue,
+    resource_slice,
+)
 
 Obj = dict[str, Any]
 
@@ -170,6 +182,57 @@ def test_random_changes_give_the_world_and_the_decisions_of_a_full_build(seed: i
     assert w.builder.full_builds == full_builds  # pods and PodGroups only: never a full build
 
 
+def _claim_step(w: World, rng: random.Random, step: int) -> None:
+    """Claims come, get allocated (as the binder writes them), are freed and go; pods name them."""
+    claims = sorted(w.store.list(kinds.RESOURCE_CLAIM).items, key=lambda o: o["metadata"]["name"])
+    roll = rng.random()
+    if roll < 0.3 or not claims:
+        w.store.create(claim(f"c{step}", count=rng.randint(1, 2)))
+        return
+    c = rng.choice(claims)
+    name = c["metadata"]["name"]
+    if roll < 0.5:
+        w.store.create(pod(f"p{step}", cpu="1", queue="q1", claims=[{"name": "gpu", "resourceClaimName": name}]))
+    elif roll < 0.7 and not (c.get("status") or {}).get("allocation"):
+        taken = {r["device"] for o in claims for r in ((o.get("status") or {}).get("allocation") or {})
+                 .get("devices", {}).get("results", []) if r["pool"] == "a"}
+        free = [d for d in (f"dev-{i}" for i in range(4)) if d not in taken]
+        want = c["spec"]["devices"]["requests"][0]["exactly"]["count"]
+        if len(free) >= want:
+            c["status"] = {"allocation": {**allocation("a", *free[:want]),
+                                          "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                                              {"key": "metadata.name", "operator": "In", "values": ["a"]}]}]}}}
+            w.store.update_status(c)
+    elif roll < 0.85 and (c.get("status") or {}).get("allocation"):
+        c["status"] = {}
+        w.store.update_status(c)
+    else:
+        w.store.delete(kinds.RESOURCE_CLAIM, name, "default")
+
+
+@pytest.mark.parametrize("seed", [7, 8])
+def test_random_claim_changes_give_the_world_and_the_decisions_of_a_full_build(seed: int) -> None:
+    rng = random.Random(seed)
+    w = World([device_class(), node("a", cpu="16"), node("b", cpu="16"), resource_slice("a", 4),
+               resource_slice("b", 4), queue("q1"), pod("first", cpu="1", queue="q1")])
+    w.builder._check = False
+    w.snapshot()
+    full_builds = w.builder.full_builds
+    for step in range(50):
+        _claim_step(w, rng, step)
+        w.cache.sync(w.store)
+        kept = w.builder.build(w.cache)
+        fresh_builder = SnapshotBuilder(w.config)
+        fresh = fresh_builder.build(w.cache)
+        assert w.builder._world is not None and fresh_builder._world is not None
+        check_same_world(w.builder._world, fresh_builder._world)
+        now = "2026-01-01T00:00:00Z"
+        a, b = run_cycle(kept, w.config, now), run_cycle(fresh, w.config, now)
+        assert [(p.pod.key, p.node, p.claims) for p in a.placements] == \
+               [(p.pod.key, p.node, p.claims) for p in b.placements]
+    assert w.builder.full_builds == full_builds  # claims and pods: never a full build
+
+
 def test_the_check_names_what_differs() -> None:
     w = World([node("a", cpu="8"), pod("p", cpu="1")])
     w.snapshot()
@@ -217,6 +280,15 @@ def test_a_claim_shared_by_two_pods_of_a_queue_counts_once_until_its_last_pod_go
     assert not ledger.usage.claims[ALLOCATED]["q"]
 
 
+def test_a_claim_allocated_later_counts_its_devices_where_it_is_counted() -> None:
+    ledger = UsageLedger(_tree())
+    ledger.set_pod("ns/a", PodUsage("q", (REQUESTED,), {}, ("c1",)), {"c1": {"gpu": 1.0}})
+    ledger.set_claim("c1", {"gpu": 0.5})  # allocated: half a GPU
+    assert ledger.usage.of(REQUESTED, "parent") == {"gpu": 0.5}
+    ledger.set_pod("ns/a", None, {})
+    assert ledger.usage.of(REQUESTED, "q") == {"gpu": 0.0}
+
+
 def test_a_cycle_changes_a_copy_of_the_usage_never_the_ledger() -> None:
     ledger = UsageLedger(_tree())
     ledger.set_pod("ns/a", PodUsage("q", (REQUESTED,), {"cpu": 1.0}, ("c1",)), {"c1": {"gpu": 1.0}})
@@ -234,3 +306,15 @@ def test_groups_are_built_from_their_members_alone() -> None:
     g: GroupInfo = w.snapshot().groups["default/g"]
     assert [p.name for p in g.pods] == ["x", "y"] and g.queue == "q"
     assert [p.name for p in g.label_mismatch] == ["y"]
+
+
+def test_a_forked_allocated_state_leaves_the_kept_one_as_it_was() -> None:
+    kept = AllocatedState()
+    kept.add(allocation("a", "dev-0"))
+    pool = (CLASS, "a")
+    fork = kept.fork()
+    fork.add(allocation("a", "dev-1"))
+    fork.remove(allocation("a", "dev-0"))
+    assert kept.devices() == {(CLASS, "a", "dev-0")} and kept.devices_in_pool(pool) == ["dev-0"]
+    assert fork.devices() == {(CLASS, "a", "dev-1")} and fork.devices_in_pool(pool) == ["dev-1"]
+    assert fork.pool_version(pool) > kept.pool_version(pool)  # the allocator's counter memo sees the change
