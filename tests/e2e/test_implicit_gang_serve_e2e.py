@@ -21,6 +21,8 @@ import pytest
 from drasched.api import kinds
 from drasched.store.kube import KubeStore
 from drasched.testing.apiserver import KUBE_VERSION, LocalCluster, _cached_binary, _die_with_parent, cache_dir
+from tests.deploy.helm import render
+from tests.e2e.test_helm_install_e2e import install, service_account_store
 from tests.e2e.test_serve_scenarios_e2e import Serving, load, wait_quiet
 from tests.scenarios.runner import Scenario
 
@@ -92,15 +94,21 @@ def scheduled_condition(pod: Obj) -> Obj | None:
     return next((c for c in (pod.get("status") or {}).get("conditions") or [] if c["type"] == "PodScheduled"), None)
 
 
+@pytest.mark.parametrize("identity", ["admin", "chart"])
 def test_a_job_of_the_real_job_controller_is_placed_all_or_nothing_through_its_implicit_podgroup(
-        cluster: LocalCluster) -> None:
+        cluster: LocalCluster, identity: str) -> None:
+    """``chart``: serve runs as the Helm chart's ServiceAccount, with the verbs its ClusterRoles grant."""
     store = cluster.store()
+    serve_as: KubeStore | None = None
+    if identity == "chart":
+        install(store, render("claimController.enabled=true"))
+        serve_as = service_account_store(cluster, store)
     load(store, Scenario(Path("implicit-gang"), "three one-GPU nodes", {}, [gpu_node(f"n{i}") for i in (1, 2, 3)]))
     created = store.create(job())
     wait_for_pods(store, PARALLELISM)
 
     # The implicit-gang controller lagging behind (here: not running): the scheduler holds the pods.
-    with Serving(cluster, without=("implicit-gangs",)) as lagging:
+    with Serving(cluster, store=serve_as, without=("implicit-gangs",)) as lagging:
         wait_quiet(store)
     assert lagging.error is None, lagging.error
     assert store.list(kinds.POD_GROUP, "default").items == []
@@ -111,7 +119,7 @@ def test_a_job_of_the_real_job_controller_is_placed_all_or_nothing_through_its_i
             "False", "Unschedulable",
             "0/3 nodes are available: 3 waiting for the pod's implicit PodGroup (Job default/train).")
 
-    with Serving(cluster) as serving:
+    with Serving(cluster, store=serve_as) as serving:
         wait_quiet(store)
         pods = job_pods(store)
         assert len(pods) == PARALLELISM
@@ -130,5 +138,7 @@ def test_a_job_of_the_real_job_controller_is_placed_all_or_nothing_through_its_i
         load(store, Scenario(Path("implicit-gang"), "a fourth node", {}, [gpu_node("n4")]))
         wait_quiet(store)
     assert serving.error is None, serving.error
+    forbidden = [e["message"] for e in store.list(kinds.EVENT).items if "forbidden" in str(e.get("message", ""))]
+    assert not forbidden, forbidden
     placed = [p["spec"].get("nodeName") for p in job_pods(store)]
     assert sorted(placed) == ["n1", "n2", "n3", "n4"], placed
