@@ -498,6 +498,13 @@ ACCEPTED = [
     Rule("statefulset-without-service-name", stateful_set, at("spec.serviceName", ""), "spec.serviceName", ""),
     Rule("statefulset-service-name-leading-digit", stateful_set, at("spec.serviceName", "1train"), "spec.serviceName",
          ""),
+    # ValidateCSIDriverName checks strings.ToLower(name): a driver name may have capitals
+    Rule("slice-driver-capitals", resource_slice, at("spec.driver", "GPU.Example.com"), "spec.driver", ""),
+    Rule("class-config-driver-capitals", device_class,
+         at("spec.config", [{"opaque": {"driver": "GPU.Example.com", "parameters": {}}}]), "spec.config", ""),
+    # MilliValue() % 1000 in int64: 2^63 GPUs wrap to a multiple of 1000 and pass as an integer
+    Rule("extended-limit-beyond-int64", pod, with_resources(limits={"nvidia.com/gpu": "9223372036854775808"}),
+         "spec.containers[0].resources.limits", ""),
     Rule("node-fractional-hugepages", node, at("status", {"capacity": {"hugepages-2Mi": "1.5"}}), "status", ""),
     Rule("job-failure-policy-valid", job, failure_policy(
          {"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [1, 42]}},
@@ -700,3 +707,14 @@ def test_simulate_refuses_a_restored_status_the_api_server_refuses(tmp_path: Pat
     err = capsys.readouterr().err
     assert f"{path}: document 0: ResourceClaim default/c: " in err, err
     assert "status.reservedFor: Too many: 300: must have at most 256 items" in err, err
+
+
+def test_simulate_takes_an_empty_namespace_as_unset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``namespace: ""`` is unset: the API server takes the request's namespace (kubectl's current one)."""
+    obj = template("", "one-gpu")
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all([obj]), encoding="utf-8")
+    assert main(["simulate", str(path), "-q", "-o", str(tmp_path / "out.yaml")]) == 0, capsys.readouterr().err
+    written = yaml.safe_load_all((tmp_path / "out.yaml").read_text(encoding="utf-8"))
+    (out,) = [o for o in written if o["kind"] == "ResourceClaimTemplate"]
+    assert out["metadata"]["namespace"] == "default"

@@ -45,6 +45,13 @@ def _quantity(value: Any) -> Quantity | None:
         return None
 
 
+def _whole(q: Quantity) -> bool:
+    """Upstream's integer check, ``value.MilliValue() % 1000 == 0``, in Go's int64: a milli-value
+    beyond int64 wraps around (``int64Multiply``, ``big.Int.Int64``) before the remainder is taken."""
+    wrapped = (q.milli_value() + (1 << 63)) % (1 << 64) - (1 << 63)
+    return wrapped % 1000 == 0
+
+
 def check_resource_requirements(path: str, resources: Obj) -> list[Cause]:
     """``ValidateContainerResourceRequirements``: non-negative, requests within limits."""
     causes: list[Cause] = []
@@ -55,7 +62,7 @@ def check_resource_requirements(path: str, resources: Obj) -> list[Cause]:
             q = _quantity(values[name])
             if q is not None and q.sign() < 0:
                 causes.append(bad(f"{path}.{kind}[{name}]", str(q), "must be greater than or equal to 0"))
-            elif q is not None and not _overcommit_allowed(name) and not q.is_integer():
+            elif q is not None and not _overcommit_allowed(name) and not _whole(q):
                 causes.append(bad(f"{path}.{kind}[{name}]", str(q), "must be an integer"))
     for name in sorted(requests):
         req = _quantity(requests[name])
@@ -219,7 +226,7 @@ def _check_node_resources(status: Obj) -> list[Cause]:
             path = f"status.{kind}.{name}"
             if q.sign() < 0:
                 causes.append(bad(path, str(q), "must be greater than or equal to 0"))
-            if (name in INTEGER_RESOURCES or is_extended_resource_name(name)) and not q.is_integer():
+            if (name in INTEGER_RESOURCES or is_extended_resource_name(name)) and not _whole(q):
                 causes.append(bad(path, str(q), "must be an integer"))
     return causes
 

@@ -41,7 +41,7 @@ def validate_metadata(obj: Obj, rt: ResourceType) -> list[Cause]:
             causes.append(Cause(f"metadata.{field}", "Invalid value: values must be strings"))
         elif value:
             causes += (check_labels if field == "labels" else check_annotations)(value)
-    if rt.namespaced and md.get("namespace") is not None:
+    if rt.namespaced and md.get("namespace"):  # "" is unset: the request's namespace fills it in
         causes += check_label("metadata.namespace", md.get("namespace"))
     causes += _check_owner_references(md.get("ownerReferences"))
     return causes

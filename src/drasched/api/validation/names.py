@@ -180,11 +180,12 @@ def check_c_identifier(field: str, value: str, max_len: int = 32) -> list[Cause]
 
 
 def check_driver_name(field: str, value: Any) -> list[Cause]:
-    """``ValidateCSIDriverName``: at most 63 bytes, then a DNS subdomain."""
+    """``ValidateCSIDriverName``: at most 63 bytes, then a DNS subdomain once lowercased
+    (upstream checks ``strings.ToLower(name)``: ``GPU.Example.com`` is a valid driver name)."""
     if not isinstance(value, str) or not value:
         return [required(field)]
     causes = [too_long(field, 63)] if len(value) > 63 else []
-    if not _DNS1123_SUBDOMAIN.match(value):
+    if not _DNS1123_SUBDOMAIN.match(value.lower()):
         causes.append(bad(field, value, SUBDOMAIN_REGEX_MSG))
     return causes
 
