@@ -10,8 +10,9 @@ it decides to leave without a group (the kind switched off, a PodGroup of that n
 someone else's), so that they are not held forever. Both sides read this one rule.
 
 Only kinds whose gang the pod itself reveals are held: a Job's pod (a JobSet's Jobs
-included), a LeaderWorkerSet's, a Kubeflow PyTorchJob's or MPIJob's (labelled with the job
-name). A Deployment, ReplicaSet or StatefulSet is a gang only when annotated, which its pods
+included), a LeaderWorkerSet's (made by the LWS itself, or by its StatefulSets as upstream's
+controller does, labelled with the LWS name), a Kubeflow PyTorchJob's or MPIJob's (labelled
+with the job name). A Deployment, ReplicaSet or StatefulSet is a gang only when annotated, which its pods
 do not show; their pods are not held.
 """
 
@@ -29,6 +30,8 @@ KUBEFLOW_JOB_NAME = "training.kubeflow.org/job-name"
 KUBEFLOW_KINDS = ("PyTorchJob", "MPIJob")
 HELD_KINDS = ("Job", "LeaderWorkerSet", *KUBEFLOW_KINDS)
 """Controller kinds whose pods wait for their implicit PodGroup."""
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+"""On every pod of a LeaderWorkerSet; upstream's pods are controlled by its StatefulSets."""
 
 
 def awaited_gang(pod: Obj) -> str | None:
@@ -45,6 +48,9 @@ def awaited_gang(pod: Obj) -> str | None:
         return None  # a group of its own, or already placed (a running pod the scheduler may move)
     ref = next((r for r in md.get("ownerReferences") or [] if isinstance(r, dict) and r.get("controller")), None)
     kind = (ref or {}).get("kind")
+    lws = (md.get("labels") or {}).get(LWS_NAME_LABEL)
+    if kind == "StatefulSet" and lws:  # upstream LWS: leader and worker StatefulSets make the pods
+        return f"LeaderWorkerSet {md.get('namespace') or 'default'}/{lws}"
     if kind not in HELD_KINDS:
         return None
     if kind in KUBEFLOW_KINDS and not (md.get("labels") or {}).get(KUBEFLOW_JOB_NAME):

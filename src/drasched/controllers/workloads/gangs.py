@@ -12,7 +12,9 @@ the scheduler sees it (it runs earlier in every round).
   over replicated Jobs of ``replicas`` x the Job's gang (every pod that must start together).
 * **LeaderWorkerSet**: one PodGroup per group (leader and workers), ``<lws>-<group>``, minMember =
   ``leaderWorkerTemplate.size``; with the ``leaderworkerset.sigs.k8s.io/exclusive-topology: <key>``
-  annotation the group must land in one domain of that key (``requiredTopologyKey``).
+  annotation the group must land in one domain of that key (``requiredTopologyKey``). Pods made
+  by upstream's controller (owned by the LWS's StatefulSets) are found by their
+  ``leaderworkerset.sigs.k8s.io/name`` label.
 * **Kubeflow PyTorchJob / MPIJob** (pods labelled ``training.kubeflow.org/job-name`` and
   controlled by one): one PodGroup named after the job, minMember = its pods present when the
   PodGroup is made (an embedded run has them all from the start), queue and priority class from
@@ -56,6 +58,7 @@ from drasched.api.implicitgang import (
     IMPLICIT_GANG_ANNOTATION,
     KUBEFLOW_JOB_NAME,
     KUBEFLOW_KINDS,
+    LWS_NAME_LABEL,
     NO_GANG,
     POD_GROUP_LABEL,
     awaited_gang,
@@ -228,6 +231,8 @@ class ImplicitGangController:
         self.groups = Informer(ctx.store, kinds.POD_GROUP)
         self.owners = {kind: Informer(ctx.store, rt) for kind, rt in _OWNER_KINDS.items() if _served(ctx, rt)}
         self.config_maps = Informer(ctx.store, kinds.CONFIG_MAP) if self.fixed is None else None
+        self._waiting: set[tuple[str, str]] = set()
+        """(namespace, name) of the pods that want a group and have none: the only ones a pass looks at."""
 
     def reconcile(self, ctx: ControllerContext) -> bool:
         self._attach(ctx)
@@ -240,15 +245,28 @@ class ImplicitGangController:
         if self.fixed is None:
             self.settings = self._configured()
         keys = self.pods.take_changed()
-        if keys is None or any(others):  # a workload or a setting changed: every pod may be concerned
-            candidates = list(self.pods.values())
-        else:  # only pods changed: only those can need a group (a busy cluster's rounds stay cheap)
-            candidates = [p for ns, name in keys if (p := self.pods.get(name, ns))]
+        if keys is None:
+            self._waiting = {sort_key(pod) for pod in self.pods.values() if self._wants_group(pod)}
+            chosen: set[tuple[str, str]] = set(self._waiting)
+        else:
+            for key in keys:
+                pod = self.pods.get(key[1], key[0])
+                if pod is not None and self._wants_group(pod):
+                    self._waiting.add(key)
+                else:
+                    self._waiting.discard(key)
+            # a workload, a PodGroup or a setting changed: any waiting pod may be concerned; else only
+            # the pods that changed (the others were decided already), so a busy cluster's rounds stay cheap
+            chosen = set(self._waiting) if any(others) else keys & self._waiting
         progress = False
-        for pod in sorted(candidates, key=sort_key):
-            if _wants_group(pod) and (self.schedules is None or self.schedules(spec_of(pod).get("schedulerName"))):
+        for ns, name in sorted(chosen):
+            pod = self.pods.get(name, ns)
+            if pod is not None and self._wants_group(pod):
                 progress |= self._group(pod)
         return progress
+
+    def _wants_group(self, pod: Obj) -> bool:
+        return _wants_group(pod) and (self.schedules is None or self.schedules(spec_of(pod).get("schedulerName")))
 
     def gang_of(self, pod: Obj) -> GangSpec | None:
         """The implicit gang a pod belongs to, from its controlling owner, or None."""
@@ -259,6 +277,13 @@ class ImplicitGangController:
         """The pod's implicit gang, why it has none, or None while its workload is not cached."""
         ns = md(pod).get("namespace")
         ref = _controller_ref(pod)
+        lws_name = (md(pod).get("labels") or {}).get(LWS_NAME_LABEL)
+        if lws_name and ref is not None and ref.get("kind") == "StatefulSet" and "LeaderWorkerSet" in self.owners:
+            # upstream LWS: the pod's controller is a StatefulSet of the LWS its label names
+            lws = self.owners["LeaderWorkerSet"].get(lws_name, ns)
+            if lws is None or is_deleting(lws):
+                return self._missing("its LeaderWorkerSet")
+            return self._lws_gang(lws, pod) if self.settings.on("LeaderWorkerSet") else _off("LeaderWorkerSet")
         if ref is None or ref.get("kind") not in self.owners:
             return self._kubeflow_gang(pod)
         owner = self._controller_of(pod, ns)

@@ -176,3 +176,27 @@ def test_a_leaderworkerset_group_name_too_long_for_a_label_becomes_its_group_key
     pods = ctx.store.list(kinds.POD).items
     assert len(pods) == 2
     assert {p["metadata"]["labels"][POD_GROUP_LABEL] for p in pods} == {want}
+
+
+def test_pods_of_upstreams_leaderworkerset_controller_are_held_and_grouped_by_their_labels() -> None:
+    """Upstream's LWS controller makes a leader StatefulSet and one worker StatefulSet per group:
+    the pods' controller is a StatefulSet, the LWS is named by the ``leaderworkerset.sigs.k8s.io/name``
+    label (kubernetes-sigs/lws pod webhook)."""
+    ctx = ctx_of()
+    ctx.store.create(lws("serve", size=2))
+    for worker in (0, 1):
+        ctx.store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": "serve-0" if worker == 0 else "serve-0-1", "namespace": "default",
+            "labels": {"leaderworkerset.sigs.k8s.io/name": "serve", "leaderworkerset.sigs.k8s.io/group-index": "0",
+                       "leaderworkerset.sigs.k8s.io/worker-index": str(worker),
+                       "leaderworkerset.sigs.k8s.io/group-key": group_key("default", "serve", 0)},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet",
+                                 "name": "serve" if worker == 0 else "serve-0", "uid": f"sts-{worker}",
+                                 "controller": True}]},
+            "spec": {"containers": [{"name": "main", "image": "busybox"}]}})
+    assert awaited_gang(pod_of(ctx, "serve-0-1")) == "LeaderWorkerSet default/serve"
+    ImplicitGangController().reconcile(ctx)
+    (group,) = ctx.store.list(kinds.POD_GROUP).items
+    assert (group["metadata"]["name"], group["spec"]["minMember"]) == ("serve-0", 2)
+    assert group["metadata"]["ownerReferences"][0]["kind"] == "LeaderWorkerSet"
+    assert {pod_of(ctx, n)["metadata"]["labels"][POD_GROUP_LABEL] for n in ("serve-0", "serve-0-1")} == {"serve-0"}
