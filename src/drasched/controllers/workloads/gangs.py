@@ -17,8 +17,9 @@ the scheduler sees it (it runs earlier in every round).
   ``leaderworkerset.sigs.k8s.io/name`` label.
 * **Kubeflow PyTorchJob / MPIJob** (pods labelled ``training.kubeflow.org/job-name`` and
   controlled by one): one PodGroup named after the job, minMember = its pods present when the
-  PodGroup is made (an embedded run has them all from the start), queue and priority class from
-  the pod.
+  PodGroup is made (an embedded run has them all from the start; in ``drasched serve``, where the
+  operator makes them one by one, the replicas its replica specs declare), queue and priority
+  class from the pod.
 * **Deployment** (through its ReplicaSet), **ReplicaSet**, **StatefulSet**: no gang unless the
   workload is annotated ``drasched.io/gang-min-member: "<n>"`` (then minMember n). A StatefulSet
   needs ``podManagementPolicy: Parallel`` for it (OrderedReady makes one pod at a time, so a
@@ -231,6 +232,8 @@ class ImplicitGangController:
         self.groups = Informer(ctx.store, kinds.POD_GROUP)
         self.owners = {kind: Informer(ctx.store, rt) for kind, rt in _OWNER_KINDS.items() if _served(ctx, rt)}
         self.config_maps = Informer(ctx.store, kinds.CONFIG_MAP) if self.fixed is None else None
+        self._replicas: dict[str, int | None] = {}
+        """Kubeflow job uid -> the pods its replica specs declare (``drasched serve`` only)."""
         self._waiting: set[tuple[str, str]] = set()
         """(namespace, name) of the pods that want a group and have none: the only ones a pass looks at."""
 
@@ -337,12 +340,37 @@ class ImplicitGangController:
         ns = md(pod).get("namespace")
         members = [p for p in self.pods.values() if md(p).get("namespace") == ns and controller_uid(p) == ref.get(
             "uid") and not is_terminal(p)]
+        declared = self._declared_replicas(ref, ns) if self.live else None
         queue = {k: v for k, v in (md(pod).get("labels") or {}).items() if k == QUEUE_LABEL}
         priority = {k: v for k, v in spec_of(pod).items() if k == "priorityClassName"}
         job: Obj = {"apiVersion": ref.get("apiVersion"), "kind": ref["kind"],
                     "metadata": {"name": ref.get("name"), "namespace": ns, "uid": ref.get("uid"), "labels": queue},
                     "spec": {"template": {"spec": priority}}}
-        return GangSpec(job, len(members))
+        return GangSpec(job, declared or len(members))
+
+    def _declared_replicas(self, ref: Obj, ns: str | None) -> int | None:
+        """In a cluster the training operator creates the job's pods one by one, so the pods seen
+        are not yet the gang: the job's replica specs (``pytorchReplicaSpecs``,
+        ``mpiReplicaSpecs``: every replica type, ``replicas`` 1 by default) say how many. Asked once
+        per job; None when the job cannot be read (then the pods seen count)."""
+        uid = str(ref.get("uid") or "")
+        if uid in self._replicas:
+            return self._replicas[uid]
+        group, _, version = str(ref.get("apiVersion") or "").rpartition("/")
+        kind = str(ref.get("kind"))
+        rt = ResourceType(group, version, kind, kind.lower() + "s", True)
+        total: int | None = None
+        try:
+            job = self.ctx.store.get(rt, str(ref.get("name") or ""), ns)
+        except ApiError as exc:
+            log.info("implicit gangs: %s %s/%s not read (%s); its pods seen so far make the gang", kind, ns,
+                     ref.get("name"), exc.message)
+        else:
+            specs = [v for k, v in spec_of(job).items() if k.endswith("ReplicaSpecs") and isinstance(v, Mapping)]
+            counts = [r.get("replicas") for spec in specs for r in spec.values() if isinstance(r, Mapping)]
+            total = sum(1 if n is None else n for n in counts if n is None or isinstance(n, int)) or None
+        self._replicas[uid] = total
+        return total
 
     def _lws_gang(self, lws: Obj, pod: Obj) -> Verdict:
         """One gang per leader and its workers: ``<lws>-<group>``, minMember = the group size; a

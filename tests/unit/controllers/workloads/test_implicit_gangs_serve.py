@@ -200,3 +200,42 @@ def test_pods_of_upstreams_leaderworkerset_controller_are_held_and_grouped_by_th
     assert (group["metadata"]["name"], group["spec"]["minMember"]) == ("serve-0", 2)
     assert group["metadata"]["ownerReferences"][0]["kind"] == "LeaderWorkerSet"
     assert {pod_of(ctx, n)["metadata"]["labels"][POD_GROUP_LABEL] for n in ("serve-0", "serve-0-1")} == {"serve-0"}
+
+
+PYTORCHJOB = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+              "metadata": {"name": "bert", "namespace": "default", "uid": "ptj-uid"},
+              "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1}, "Worker": {"replicas": 3}}}}
+
+
+class WithPyTorchJob(MemoryStore):
+    """A server with the training operator's CRD: the job is read as it was written."""
+
+    def get(self, rt: Any, name: str, namespace: str | None = None) -> Obj:
+        if rt.kind == "PyTorchJob" and (rt.group, rt.version, rt.plural) == ("kubeflow.org", "v1", "pytorchjobs"):
+            return PYTORCHJOB
+        return super().get(rt, name, namespace)
+
+
+def master_pod() -> Obj:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "bert-master-0", "namespace": "default",
+        "labels": {"training.kubeflow.org/job-name": "bert", "training.kubeflow.org/replica-type": "master"},
+        "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "bert",
+                             "uid": "ptj-uid", "controller": True}]},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]}}
+
+
+@pytest.mark.parametrize(("serve", "min_member"), [(True, 4), (False, 1)])
+def test_a_pytorchjobs_gang_counts_its_declared_replicas_in_serve_and_its_pods_in_simulate(
+        serve: bool, min_member: int) -> None:
+    """In a cluster the training operator makes the master first and the workers after: the gang is
+    the replicas the job declares (Master 1 + Worker 3), not the one pod seen. An embedded run
+    has every pod from the start and no training operator."""
+    clock = VirtualClock()
+    store = WithPyTorchJob(clock=clock.now, auto_namespaces=True)
+    ctx = ServeLikeContext(store, clock) if serve else SimContext(store, clock)
+    ctx.store.create(master_pod())
+    assert awaited_gang(pod_of(ctx, "bert-master-0")) == "PyTorchJob default/bert"
+    ImplicitGangController().reconcile(ctx)
+    (group,) = ctx.store.list(kinds.POD_GROUP).items
+    assert (group["metadata"]["name"], group["spec"]["minMember"]) == ("bert", min_member)
