@@ -269,7 +269,9 @@ class ImplicitGangController:
         return progress
 
     def _wants_group(self, pod: Obj) -> bool:
-        return _wants_group(pod) and (self.schedules is None or self.schedules(spec_of(pod).get("schedulerName")))
+        """A pod of ours that has a controller (a bare pod never gets an implicit gang) and wants a group."""
+        return (_wants_group(pod) and _controller_ref(pod) is not None
+                and (self.schedules is None or self.schedules(spec_of(pod).get("schedulerName"))))
 
     def gang_of(self, pod: Obj) -> GangSpec | None:
         """The implicit gang a pod belongs to, from its controlling owner, or None."""
