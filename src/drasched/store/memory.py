@@ -7,7 +7,6 @@ byte-identical output for the same input. Contract: ``drasched.store.base.Cluste
 from __future__ import annotations
 
 import builtins
-import copy
 import random
 import uuid
 from collections.abc import Callable, Iterator
@@ -35,6 +34,7 @@ from drasched.api.meta import format_time, merge_patch
 from drasched.api.selectors import field_selector_matches, label_selector_matches
 from drasched.api.validation.admin_access import admin_access_causes, admin_access_status_causes
 from drasched.store.base import ListResult, Obj, WatchEvent
+from drasched.store.wire import clone, tree_copy
 
 # k8s.io/apimachinery/pkg/util/rand: no vowels and no confusable digits.
 GENERATE_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -79,7 +79,7 @@ class MemoryStore:
         return str(uuid.UUID(int=self._rand.getrandbits(128), version=4))
 
     def _record(self, rt: ResourceType, etype: Any, obj: Obj) -> None:
-        self._history.append((self._rv, rt, WatchEvent(etype, copy.deepcopy(obj))))
+        self._history.append((self._rv, rt, WatchEvent(etype, clone(obj))))
         if len(self._history) > self._history_limit:
             drop = len(self._history) - self._history_limit
             self._history_floor = self._history[drop - 1][0]
@@ -185,7 +185,7 @@ class MemoryStore:
             self._admit_default_priority_class(obj)
         self._put(key, obj)
         self._record(rt, "ADDED", obj)
-        return copy.deepcopy(obj)
+        return clone(obj)
 
     def restore(self, obj: Obj) -> Obj:
         """Create ``obj`` with the status it carries, as a backup/restore tool writes it:
@@ -249,7 +249,7 @@ class MemoryStore:
                                 "PriorityClass", name)
 
     def get(self, rt: ResourceType, name: str, namespace: str | None = None) -> Obj:
-        return copy.deepcopy(self._require(rt, name, namespace))
+        return clone(self._require(rt, name, namespace))
 
     def list(
         self,
@@ -259,7 +259,7 @@ class MemoryStore:
         field_selector: str | None = None,
     ) -> ListResult:
         items = [
-            copy.deepcopy(o)
+            clone(o)
             for (t, ns, _), o in sorted(self._objects.items(), key=lambda kv: (kv[0][1], kv[0][2]))
             if t is rt
             and (not namespace or not rt.namespaced or ns == namespace)
@@ -291,7 +291,7 @@ class MemoryStore:
             # Status writes change status alone (ResetObjectMetaForStatus upstream).
             if not rt.has_status:
                 raise NotFound(f"the server could not find the requested resource ({rt.plural}/status)")
-            merged = copy.deepcopy(current)
+            merged = clone(current)
             if rt is kinds.POD:
                 # A pod's status write keeps metadata changes (no ResetObjectMetaForStatus upstream).
                 for field in ("labels", "annotations"):
@@ -311,7 +311,7 @@ class MemoryStore:
             # Spec writes keep the stored status; server-owned metadata is preserved.
             if rt.has_status:
                 if "status" in current:
-                    new["status"] = copy.deepcopy(current["status"])
+                    new["status"] = clone(current["status"])
                 else:
                     new.pop("status", None)
             nmd = new.setdefault("metadata", {})
@@ -337,10 +337,10 @@ class MemoryStore:
             self._drop(key)
             self._record(rt, "DELETED", new)
             self._collect_garbage(new)
-            return copy.deepcopy(new)
+            return clone(new)
         self._put(key, new)
         self._record(rt, "MODIFIED", new)
-        return copy.deepcopy(new)
+        return clone(new)
 
     def update(self, obj: Obj) -> Obj:
         return self._write(obj, status_only=False)
@@ -397,7 +397,7 @@ class MemoryStore:
                         cmd["generation"] = int(cmd["generation"]) + 1
                 cmd["resourceVersion"] = self._next_rv()
                 self._record(rt, "MODIFIED", current)
-            return copy.deepcopy(current)
+            return clone(current)
         self._drop(key)
         cmd["resourceVersion"] = self._next_rv()
         self._record(rt, "DELETED", current)
@@ -421,7 +421,7 @@ class MemoryStore:
         if current_node:
             raise Conflict(f'Operation cannot be fulfilled on pods/binding "{pod_name}": pod {pod_name} '
                            f"is already assigned to node \"{current_node}\"", "Pod", pod_name)
-        new = copy.deepcopy(pod)
+        new = clone(pod)
         new["spec"]["nodeName"] = node_name
         status = new.setdefault("status", {})
         conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
@@ -474,7 +474,7 @@ class MemoryStore:
                 hi = mid
         for _, t, ev in self._history[lo:]:
             if t is rt and (not namespace or (ev.object.get("metadata") or {}).get("namespace") == namespace):
-                yield WatchEvent(ev.type, copy.deepcopy(ev.object))
+                yield WatchEvent(ev.type, clone(ev.object))
 
     def close(self) -> None:
         pass
@@ -492,7 +492,7 @@ class MemoryStore:
     def all_objects(self) -> builtins.list[Obj]:
         """Every stored object, in dependency-then-name order."""
         ordered = sorted(self._objects.items(), key=lambda kv: (kinds.order_index(kv[0][0]), kv[0][1], kv[0][2]))
-        return [copy.deepcopy(o) for _, o in ordered]
+        return [clone(o) for _, o in ordered]
 
     def peek(self, rt: ResourceType, name: str, namespace: str | None = None) -> Obj | None:
         """The stored object itself, without a copy; callers must not mutate it."""
@@ -521,7 +521,7 @@ def _decoded_copy(obj: Obj, rt: ResourceType) -> Obj:
     """The store's own copy of a request body, decoded as the API server decodes it: a
     wrongly typed field is refused here (400, or 422 for a CRD) before anything reads it."""
     try:
-        own = copy.deepcopy(obj)
+        own = tree_copy(obj)
     except RecursionError:
         raise BadRequest(f"{rt.kind} in version \"{rt.version}\" cannot be handled as a {rt.kind}: "
                          "nested too deeply", rt.kind) from None
