@@ -345,19 +345,24 @@ def _run_threaded(
     return loops
 
 
+BEFORE_SCHEDULER = ("resourceclaim-controller", "implicit-gangs")
+"""Controllers that run in the scheduler's thread, just before it, in this order."""
+
+
 def _lanes(controllers: Sequence[Controller]) -> list[list[Controller]]:
-    """Which controllers share a thread, in order: the claim controller runs just before the
-    scheduler, so a new pod's claims exist by the time the scheduler looks at it (else it
-    would be marked unschedulable, "waiting for a ResourceClaim", a moment before they are);
-    every other controller gets a thread of its own."""
+    """Which controllers share a thread, in order: the claim controller and the implicit gangs
+    run just before the scheduler, so a new pod's claims exist and its PodGroup label is on
+    by the time the scheduler looks at it (else it would be marked unschedulable, "waiting for
+    a ResourceClaim" or for its implicit PodGroup, a moment before they are); every other
+    controller gets a thread of its own."""
     lanes: list[list[Controller]] = []
-    claims = [c for c in controllers if c.name == "resourceclaim-controller"]
+    first = sorted((c for c in controllers if c.name in BEFORE_SCHEDULER), key=lambda c: BEFORE_SCHEDULER.index(c.name))
     for c in controllers:
-        if c.name == "resourceclaim-controller":
+        if c.name in BEFORE_SCHEDULER:
             continue
-        lanes.append([*claims, c] if c.name == "scheduler" and claims else [c])
-    if claims and not any(claims[0] in lane for lane in lanes):
-        lanes.append(claims)
+        lanes.append([*first, c] if c.name == "scheduler" and first else [c])
+    if first and not any(first[0] in lane for lane in lanes):
+        lanes.append(first)
     return lanes
 
 

@@ -222,8 +222,9 @@ def test_claim_controller_shares_the_schedulers_thread_and_runs_first() -> None:
 
     lanes = _lanes(build_controllers(enable_claim_controller=True))
     assert [[c.name for c in lane] for lane in lanes] == [
-        ["device-taint-eviction-controller"], ["resourceclaim-controller", "scheduler"], ["binder"]]
-    assert [[c.name for c in lane] for lane in _lanes(build_controllers())] == [["scheduler"], ["binder"]]
+        ["device-taint-eviction-controller"], ["resourceclaim-controller", "implicit-gangs", "scheduler"], ["binder"]]
+    assert [[c.name for c in lane] for lane in _lanes(build_controllers())] == [
+        ["implicit-gangs", "scheduler"], ["binder"]]
 
 
 def test_claims_controlled_by_a_pod_come_from_the_cache_not_a_list(store: BlockingStore,
