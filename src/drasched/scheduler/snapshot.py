@@ -154,9 +154,11 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 
 _PATCHED_KINDS = frozenset({kinds.POD.kind, kinds.BIND_REQUEST.kind, kinds.POD_GROUP.kind, kinds.QUEUE.kind,
-                            kinds.RESOURCE_CLAIM.kind, kinds.POD_DISRUPTION_BUDGET.kind, kinds.CONFIG_MAP.kind})
-"""Kinds whose changes the builder applies in place; a change of any other kind (nodes, slices,
-classes, templates, ...) builds the world again from the cache."""
+                            kinds.RESOURCE_CLAIM.kind, kinds.NODE.kind, kinds.POD_DISRUPTION_BUDGET.kind,
+                            kinds.CONFIG_MAP.kind})
+"""Kinds whose changes the builder applies in place (a node only while what the scheduler reads
+of it stays: its kubelet's heartbeats); a change of any other kind (slices, classes, templates,
+...) builds the world again from the cache."""
 
 CHECK_ENV = "DRASCHED_CHECK_SNAPSHOTS"
 """Set (the test suite does): every snapshot built in place is compared with one built from scratch."""
@@ -496,9 +498,34 @@ class SnapshotBuilder:
             for j in w.gpus.hold(allocation, sign):
                 w.device_used[row, j] = w.gpus.used[j]
 
+    def _patch_nodes(self, w: World, cache: SchedulerCache, keys: set[str]) -> bool:
+        """Take nodes whose status changed but not what a cycle reads of them (a kubelet's
+        heartbeat, conditions, images); False when a node came, went or changed what counts."""
+        fresh: list[NodeInfo] = []
+        for name in keys:
+            j = w.node_pos.get(name)
+            obj = cache.get(kinds.NODE, name)
+            if j is None or obj is None:
+                return False
+            new, old = parse_node(obj, j), w.nodes[j]
+            if (new.labels, new.taints, new.unschedulable, new.allocatable) != \
+                    (old.labels, old.taints, old.unschedulable, old.allocatable):
+                return False
+            fresh.append(new)
+        for new in fresh:
+            w.nodes[new.index] = new
+            w.node_objs[new.index] = new.obj
+        # The parsed nodes and the pools' per-node views stay valid: note them as current.
+        self._nodes_of = (id(cache), cache.kind_generation(kinds.NODE))
+        self._pools_of = (self._pools_of[0], self._pools_of[1], cache.kind_generation(kinds.NODE),
+                          self._pools_of[3])
+        return True
+
     def _patch(self, w: World, cache: SchedulerCache, changed: dict[str, set[str]]) -> bool:
         """Apply the cache's changes to the world; False: a change it does not follow in place."""
         assert w.ledger is not None
+        if kinds.NODE.kind in changed and not self._patch_nodes(w, cache, changed[kinds.NODE.kind]):
+            return False
         if kinds.QUEUE.kind in changed:
             tree = build_queue_tree(cache.objects(kinds.QUEUE).values(), w.accounting.dim_of)
             if queue_shape(tree) != queue_shape(w.tree):

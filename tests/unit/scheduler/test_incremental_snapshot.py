@@ -70,6 +70,25 @@ def test_kinds_not_followed_in_place_build_the_world_again() -> None:
     assert [n.name for n in snap.nodes] == ["a", "b"]
 
 
+def test_a_node_heartbeat_keeps_the_world_but_a_new_label_rebuilds_it() -> None:
+    """kubelets write node status every few minutes (thousands of nodes: every cycle sees some)."""
+    w = World([node("a", cpu="8"), pod("p", cpu="1")])
+    w.snapshot()
+    full = w.builder.full_builds
+    n = w.store.get(kinds.NODE, "a")
+    n["status"]["conditions"] = [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-01-01T00:05:00Z"}]
+    w.store.update_status(n)
+    snap = w.snapshot()
+    assert w.builder.full_builds == full
+    assert snap.nodes[0].obj["status"]["conditions"][0]["lastHeartbeatTime"] == "2026-01-01T00:05:00Z"
+    n = w.store.get(kinds.NODE, "a")
+    n["metadata"]["labels"] = {"zone": "z1"}
+    w.store.update(n)
+    snap = w.snapshot()
+    assert w.builder.full_builds == full + 1
+    assert snap.nodes[0].labels.get("zone") == "z1"
+
+
 def test_a_resource_no_row_stands_for_builds_the_world_again() -> None:
     w = World([node("a", cpu="8"), pod("p", cpu="1")])
     w.snapshot()
