@@ -57,7 +57,7 @@ from typing import Any
 import yaml
 
 from drasched.api import kinds
-from drasched.api.errors import AlreadyExists, ApiError, Conflict, NotFound
+from drasched.api.errors import AlreadyExists, ApiError, Conflict, Forbidden, NotFound
 from drasched.api.implicitgang import (
     IMPLICIT_GANG_ANNOTATION,
     KUBEFLOW_JOB_NAME,
@@ -228,12 +228,13 @@ class ImplicitGangController:
     def _attach(self, ctx: ControllerContext) -> None:
         if self._store is ctx.store:
             return
+        served = [(kind, rt) for kind, rt in _OWNER_KINDS.items() if _served(ctx, rt)]  # may raise: asked again
         self._store = ctx.store
         self.live = ctx.informers is not None
         """Caches fed by watches in the background (``drasched serve``), so possibly behind."""
         self.pods = Informer(ctx.store, kinds.POD)
         self.groups = Informer(ctx.store, kinds.POD_GROUP)
-        self.owners = {kind: Informer(ctx.store, rt) for kind, rt in _OWNER_KINDS.items() if _served(ctx, rt)}
+        self.owners = {kind: Informer(ctx.store, rt) for kind, rt in served}
         self.config_maps = Informer(ctx.store, kinds.CONFIG_MAP) if self.fixed is None else None
         self._replicas: dict[str, int | None] = {}
         """Kubeflow job uid -> the pods its replica specs declare (``drasched serve`` only)."""
@@ -472,11 +473,12 @@ class ImplicitGangController:
 
 
 def _served(ctx: ControllerContext, rt: ResourceType) -> bool:
-    """Whether the API server serves ``rt``: a workload CRD (JobSet, LeaderWorkerSet) may not be
-    installed, and a kind that answers a list with an error is left out rather than retried."""
+    """Whether ``rt`` can be watched: a workload CRD (JobSet, LeaderWorkerSet) may not be
+    installed (404), or the identity may not list it (403); such a kind is left out. Any other
+    error is raised, and the controller asks again next round."""
     try:
         ctx.store.list(rt)
-    except ApiError as exc:
+    except (NotFound, Forbidden) as exc:
         log.info("implicit gangs: %s is not watched (%s)", rt.kind, exc.message)
         return False
     return True

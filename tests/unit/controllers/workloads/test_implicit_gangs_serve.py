@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from drasched.api import kinds
-from drasched.api.errors import NotFound
+from drasched.api.errors import ApiError, NotFound
 from drasched.api.implicitgang import IMPLICIT_GANG_ANNOTATION, POD_GROUP_LABEL, awaited_gang
 from drasched.controllers.workloads.gangs import ImplicitGangController, ImplicitGangs
 from drasched.controllers.workloads.leaderworkerset import group_key
@@ -146,6 +146,31 @@ def test_a_workload_kind_the_server_does_not_serve_is_not_watched_and_the_rest_w
     ctx.store.create(job_pod("train-abcde"))
     gangs.reconcile(ctx)
     assert "JobSet" not in gangs.owners
+    assert pod_of(ctx, "train-abcde")["metadata"]["labels"][POD_GROUP_LABEL] == "train"
+
+
+class FlakyJobs(MemoryStore):
+    """The first list of Jobs fails as a restarting API server answers (500)."""
+
+    failed = False
+
+    def list(self, rt: Any, *args: Any, **kw: Any) -> Any:
+        if rt is kinds.JOB and not self.failed:
+            self.failed = True
+            raise ApiError("the server is currently unable to handle the request", code=500)
+        return super().list(rt, *args, **kw)
+
+
+def test_a_failed_list_other_than_not_served_is_asked_again_not_taken_for_an_unserved_kind() -> None:
+    clock = VirtualClock()
+    ctx = ctx_of(FlakyJobs(clock=clock.now, auto_namespaces=True))
+    gangs = ImplicitGangController()
+    ctx.store.create(job())
+    ctx.store.create(job_pod("train-abcde"))
+    with pytest.raises(ApiError):
+        gangs.reconcile(ctx)  # serve's loop logs it and runs the controller again
+    gangs.reconcile(ctx)
+    assert "Job" in gangs.owners
     assert pod_of(ctx, "train-abcde")["metadata"]["labels"][POD_GROUP_LABEL] == "train"
 
 
