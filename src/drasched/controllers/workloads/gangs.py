@@ -40,8 +40,8 @@ plugin); a pod of such a kind this controller leaves without a group (its kind s
 the name taken, an LWS that starts its leader first) gets the annotation
 ``drasched.io/implicit-gang: none`` so that it is no longer held. A pod whose workload is not
 in the cache yet (its watch event is a moment behind the pod's) is looked at again when it
-arrives. Only the workload kinds the API server serves are watched (a kind whose list fails,
-such as a CRD that is not installed, is left out). A pass looks only at the pods still waiting
+arrives. Only the workload kinds the API server serves are watched (a kind whose list is answered
+404 or 403, such as a CRD that is not installed, is left out). A pass looks only at the pods still waiting
 for a decision: those that changed, or all of them when a workload, a PodGroup or the
 settings changed.
 """
