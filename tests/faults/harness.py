@@ -436,7 +436,9 @@ def check_invariants(store: KubeStore, report: Report, replicas: list[Replica], 
         "claims_allocated": len(holder),
         "serve_writes": sum(1 for e in serve_writes if e.code < 300),
         "conflicts_resolved": sum(1 for e in serve_writes if e.code == 409),
-        "relists": sum(r.log_text().count("; relisting") for r in replicas),
+        # every relist after a first list, whatever broke the watch (410 Gone, or a watch
+        # that kept failing while the API server was away)
+        "relists": sum(r.log_text().count(" informer: relisted (") for r in replicas),
         "watch_reconnects": sum(r.log_text().count("reflector: watch failed") for r in replicas),
         "serve_starts": sum(r.starts for r in replicas),
         "kills_survived": sum(r.kills for r in replicas),

@@ -151,6 +151,9 @@ class KindFeed:
             self._floor = self._owner._next_seq()
             self._seqs.clear()
             self._keys.clear()
+            relists = self.relists
+        log.info("%s informer: relisted (%d so far); its consumers start over from the whole kind",
+                 self.rt.kind, relists)
         self._owner._notify()
 
     @property
