@@ -212,6 +212,21 @@ def with_shared_counter(name: str) -> Callable[[Obj], None]:
     return mutate
 
 
+def per_device(placement: Obj) -> Callable[[Obj], None]:
+    """The slice's node chosen per device, the first device placed by ``placement``."""
+    def mutate(obj: Obj) -> None:
+        del obj["spec"]["nodeName"]
+        obj["spec"]["perDeviceNodeSelection"] = True
+        obj["spec"]["devices"][0].update(placement)
+
+    return mutate
+
+
+def consuming_twice(obj: Obj) -> None:
+    use = {"counterSet": "set", "counters": {"mem": {"value": "1Gi"}}}
+    obj["spec"]["devices"][0]["consumesCounters"] = [use, use]
+
+
 @dataclass(frozen=True)
 class Rule:
     """One refusal: ``base`` made invalid by ``mutate``; the API server names ``field``."""
@@ -459,6 +474,40 @@ RULES = [
     # the registry labels a Job's pod template with job-name=<name> before validation
     Rule("job-name-over-63", job, at("metadata.name", "j" * 64), "spec.template.labels",
          f'Invalid value: "{"j" * 64}": must be no more than 63 bytes'),
+    # ValidateObjectMeta's finalizers: qualified names; a built-in kind's needs a domain unless standard
+    Rule("finalizer-without-domain", claim, at("metadata.finalizers", ["gpu.example.com"]), "metadata.finalizers[0]",
+         'Invalid value: "gpu.example.com": name is neither a standard finalizer name nor is it fully qualified'),
+    Rule("finalizer-name-over-63", pod, at("metadata.finalizers", [f"example.com/{'x' * 64}"]), "metadata.finalizers",
+         "name part must be no more than 63 bytes"),
+    Rule("finalizer-orphan-and-foreground", pod, at("metadata.finalizers", ["orphan", "foregroundDeletion"]),
+         "metadata.finalizers", "finalizer orphan and foregroundDeletion cannot be both set"),
+    # the workload-aware scheduling API (1.36 GenericWorkload): a pod's group is named
+    Rule("pod-scheduling-group-without-name", pod, at("spec.schedulingGroup", {}),
+         "spec.schedulingGroup.podGroupName", "Invalid value: null: must specify one of: `podGroupName`"),
+    Rule("pod-scheduling-group-name", pod, at("spec.schedulingGroup", {"podGroupName": "Bad_Group"}),
+         "spec.schedulingGroup.podGroupName", 'Invalid value: "Bad_Group": a lowercase RFC 1123 subdomain'),
+    # validateDevice under perDeviceNodeSelection: exactly one of nodeName, nodeSelector, allNodes: true
+    Rule("slice-device-all-nodes-false", resource_slice, per_device({"allNodes": False}),
+         "spec.devices[0].allNodes", "Invalid value: false: must be either unset or set to true"),
+    Rule("slice-device-node-name-empty", resource_slice, per_device({"nodeName": ""}), "spec.devices[0].nodeName",
+         'Invalid value: "": must not be empty'),
+    Rule("slice-device-two-placements", resource_slice, per_device({"nodeName": "node-a", "allNodes": True}),
+         "spec.devices[0]", 'Invalid value: "{`nodeName`, `allNodes`}": exactly one of `nodeName`, `nodeSelector`, '
+         "or `allNodes` is required when `perDeviceNodeSelection` is set to true in the ResourceSlice spec"),
+    Rule("slice-device-no-placement", resource_slice, per_device({}), "spec.devices[0]",
+         "Required value: exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required"),
+    Rule("slice-duplicate-counter-consumption", resource_slice, consuming_twice, "spec.devices[0].consumesCounters[1]",
+         'Duplicate value: "set"'),
+    # a capacity without a value is Go's zero Quantity; a JSON number is a quantity too
+    Rule("slice-request-policy-without-value", resource_slice, lambda obj: (
+         with_request_policy_max("8Gi")(obj), obj["spec"]["devices"][0]["capacity"]["memory"].pop("value")),
+         "spec.devices[0].capacity[memory].requestPolicy.validRange.min",
+         'Invalid value: "1Gi": min is larger than capacity value: 0'),
+    Rule("slice-request-policy-number-max", resource_slice, lambda obj: (
+         with_request_policy_max("8Gi")(obj),
+         obj["spec"]["devices"][0]["capacity"]["memory"]["requestPolicy"]["validRange"].update(max=0.5)),
+         "spec.devices[0].capacity[memory].requestPolicy.validRange.max",
+         'Invalid value: "1Gi": min is larger than max: 500m'),
     # an absent spec is Go's zero spec, validated all the same
     Rule("job-without-spec", job, at("spec", None), "spec.template.spec.containers", "Required value"),
     Rule("deployment-without-spec", deployment, at("spec", None), "spec.selector", "Required value"),
@@ -505,6 +554,8 @@ ACCEPTED = [
     # MilliValue() % 1000 in int64: 2^63 GPUs wrap to a multiple of 1000 and pass as an integer
     Rule("extended-limit-beyond-int64", pod, with_resources(limits={"nvidia.com/gpu": "9223372036854775808"}),
          "spec.containers[0].resources.limits", ""),
+    Rule("finalizers-standard-and-qualified", pod, at("metadata.finalizers", ["kubernetes", "example.com/x"]),
+         "metadata.finalizers", ""),
     Rule("node-fractional-hugepages", node, at("status", {"capacity": {"hugepages-2Mi": "1.5"}}), "status", ""),
     Rule("job-failure-policy-valid", job, failure_policy(
          {"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [1, 42]}},

@@ -199,6 +199,13 @@ def check_pod_spec(spec: Obj, spec_path: str) -> list[Cause]:
     if isinstance(spec.get("priorityClassName"), str) and spec["priorityClassName"]:
         name = spec["priorityClassName"]
         causes += [bad(f"{spec_path}.priorityClassName", name, msg) for msg in subdomain_errors(name)]
+    group = spec.get("schedulingGroup")
+    if isinstance(group, dict):  # the workload-aware scheduling API (GenericWorkload)
+        gpath = f"{spec_path}.schedulingGroup.podGroupName"
+        if group.get("podGroupName") is None:
+            causes.append(bad(gpath, None, "must specify one of: `podGroupName`"))
+        else:
+            causes += [bad(gpath, group["podGroupName"], msg) for msg in subdomain_errors(group["podGroupName"])]
     policy = spec.get("restartPolicy")
     if policy and policy not in RESTART_POLICIES:  # empty defaults to Always
         causes.append(not_supported(f"{spec_path}.restartPolicy", policy, RESTART_POLICIES))

@@ -95,17 +95,23 @@ def check_counter_consumption(path: str, dev: Obj) -> list[Cause]:
     if len(consumes) > COUNTER_CONSUMPTIONS_PER_DEVICE_MAX:
         return [too_many(f"{path}.consumesCounters", len(consumes), COUNTER_CONSUMPTIONS_PER_DEVICE_MAX)]
     causes: list[Cause] = []
+    seen: set[Any] = set()
     for i, use in enumerate(consumes):
         if isinstance(use, dict):
             cpath = f"{path}.consumesCounters[{i}]"
             causes += check_label(f"{cpath}.counterSet", use.get("counterSet"))
             causes += check_counter_names(f"{cpath}.counters", use.get("counters"))
+            # validateSet keyed by counterSet: a set is consumed from once per device
+            if use.get("counterSet") in seen:
+                causes.append(duplicate(cpath, use.get("counterSet")))
+            seen.add(use.get("counterSet"))
     return causes
 
 
 def _q(value: Any) -> Quantity | None:
+    """A quantity as decoded (a JSON number is one too: ``1.5`` is ``1500m``); None when absent."""
     try:
-        return Quantity.parse(value) if isinstance(value, str | int) and not isinstance(value, bool) else None
+        return Quantity.parse(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else None
     except QuantityError:
         return None
 
@@ -166,8 +172,9 @@ def check_capacity_policy(path: str, capacity: Any, multi: bool) -> list[Cause]:
     if values and valid_range is not None:
         return [forbidden(ppath, 'exactly one policy can be specified, cannot specify "validValues" and '
                                  '"validRange" at the same time')]
-    value, default = _q(capacity.get("value")), _q(policy.get("default"))
-    if value is None or not (values or isinstance(valid_range, dict)):
+    # an absent value is Go's zero Quantity: every policy bound is then larger than it
+    value, default = _q(capacity.get("value")) or Quantity.parse("0"), _q(policy.get("default"))
+    if not (values or isinstance(valid_range, dict)):
         return []
     which = "validValues" if values else "validRange"
     if default is None:

@@ -44,6 +44,29 @@ def validate_metadata(obj: Obj, rt: ResourceType) -> list[Cause]:
     if rt.namespaced and md.get("namespace"):  # "" is unset: the request's namespace fills it in
         causes += check_label("metadata.namespace", md.get("namespace"))
     causes += _check_owner_references(md.get("ownerReferences"))
+    if isinstance(md.get("finalizers"), list):
+        causes += _check_finalizers(md["finalizers"], rt)
+    return causes
+
+
+STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+"""``helper.IsStandardFinalizerName``: the names a built-in kind's finalizer may have without a domain."""
+
+
+def _check_finalizers(finalizers: list[Any], rt: ResourceType) -> list[Cause]:
+    """apimachinery's ``ValidateFinalizers`` (each a qualified name, on the list's path; not both
+    ``orphan`` and ``foregroundDeletion``), then, for built-in kinds, core's
+    ``validateKubeFinalizerName`` on each item: a name without '/' must be a standard one."""
+    names = [f for f in finalizers if isinstance(f, str)]
+    causes = [bad("metadata.finalizers", f, msg) for f in names for msg in qualified_name_errors(f)]
+    if "orphan" in names and "foregroundDeletion" in names:
+        causes.append(bad("metadata.finalizers", names, "finalizer orphan and foregroundDeletion cannot be both set"))
+    if rt.group == kinds.DRASCHED:  # CustomResourceDefinitions: apimachinery's rules only
+        return causes
+    for i, f in enumerate(finalizers):
+        if isinstance(f, str) and "/" not in f and f not in STANDARD_FINALIZERS:
+            causes.append(bad(f"metadata.finalizers[{i}]", f,
+                              "name is neither a standard finalizer name nor is it fully qualified"))
     return causes
 
 

@@ -87,13 +87,40 @@ def _validate_device(path: str, dev: Obj, per_device_nodes: bool) -> list[Cause]
     else:
         for t, taint in dict_items(taints):
             causes += check_device_taint(f"{path}.taints[{t}]", taint)
-    placed = [f for f in ("nodeName", "nodeSelector", "allNodes") if dev.get(f) is not None]
-    if placed and not per_device_nodes:
+    if per_device_nodes:
+        return causes + _check_device_node_selection(path, dev)
+    if any(dev.get(f) is not None for f in ("nodeName", "nodeSelector", "allNodes")):
         causes.append(bad(path, None, "`nodeName`, `nodeSelector` and `allNodes` can only be set if "
                                       "`perDeviceNodeSelection` is set to true in the ResourceSlice spec"))
-    if isinstance(dev.get("nodeName"), str) and dev["nodeName"]:
-        causes += check_subdomain(f"{path}.nodeName", dev["nodeName"])
-    causes += check_node_selector(dev.get("nodeSelector"), f"{path}.nodeSelector")
+    return causes
+
+
+def _check_device_node_selection(path: str, dev: Obj) -> list[Cause]:
+    """``validateDevice`` under ``perDeviceNodeSelection: true``: exactly one of the device's
+    ``nodeName`` (non-empty), ``nodeSelector`` or ``allNodes`` (true)."""
+    causes: list[Cause] = []
+    chosen: list[str] = []
+    node_name = dev.get("nodeName")
+    if node_name is not None:
+        if node_name:
+            chosen.append("`nodeName`")
+            causes += check_subdomain(f"{path}.nodeName", node_name)
+        else:
+            causes.append(bad(f"{path}.nodeName", node_name, "must not be empty"))
+    if dev.get("nodeSelector") is not None:
+        chosen.append("`nodeSelector`")
+        causes += check_node_selector(dev["nodeSelector"], f"{path}.nodeSelector")
+    if dev.get("allNodes") is not None:
+        if dev["allNodes"] is True:
+            chosen.append("`allNodes`")
+        else:
+            causes.append(bad(f"{path}.allNodes", dev["allNodes"], "must be either unset or set to true"))
+    which = ("exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when `perDeviceNodeSelection` "
+             "is set to true in the ResourceSlice spec")
+    if not chosen:
+        causes.append(Cause(path, f"Required value: {which}", "FieldValueRequired"))
+    elif len(chosen) > 1:
+        causes.append(bad(path, "{" + ", ".join(chosen) + "}", which))
     return causes
 
 
