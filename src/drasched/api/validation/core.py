@@ -170,6 +170,16 @@ def validate_pod(obj: Obj) -> list[Cause]:
     return check_pod_spec(spec if isinstance(spec, dict) else {}, "spec")
 
 
+def _check_scheduling_group(group: Any, path: str) -> list[Cause]:
+    """The workload-aware scheduling API (1.36 GenericWorkload): a group names its PodGroup."""
+    if not isinstance(group, dict):
+        return []
+    pod_group = group.get("podGroupName")
+    if pod_group is None:
+        return [bad(path, None, "must specify one of: `podGroupName`")]
+    return [bad(path, pod_group, msg) for msg in subdomain_errors(str(pod_group))]
+
+
 def check_pod_spec(spec: Obj, spec_path: str) -> list[Cause]:
     """``ValidatePodSpec``'s rules drasched enforces, for a pod or a workload's pod template."""
     causes, pod_claims = _check_pod_claims(spec, spec_path)
@@ -199,13 +209,7 @@ def check_pod_spec(spec: Obj, spec_path: str) -> list[Cause]:
     if isinstance(spec.get("priorityClassName"), str) and spec["priorityClassName"]:
         name = spec["priorityClassName"]
         causes += [bad(f"{spec_path}.priorityClassName", name, msg) for msg in subdomain_errors(name)]
-    group = spec.get("schedulingGroup")
-    if isinstance(group, dict):  # the workload-aware scheduling API (GenericWorkload)
-        gpath = f"{spec_path}.schedulingGroup.podGroupName"
-        if group.get("podGroupName") is None:
-            causes.append(bad(gpath, None, "must specify one of: `podGroupName`"))
-        else:
-            causes += [bad(gpath, group["podGroupName"], msg) for msg in subdomain_errors(group["podGroupName"])]
+    causes += _check_scheduling_group(spec.get("schedulingGroup"), f"{spec_path}.schedulingGroup.podGroupName")
     policy = spec.get("restartPolicy")
     if policy and policy not in RESTART_POLICIES:  # empty defaults to Always
         causes.append(not_supported(f"{spec_path}.restartPolicy", policy, RESTART_POLICIES))
