@@ -13,8 +13,8 @@ echo "== python environment"
 echo "== etcd (built from the go.etcd.io module: Debian's 3.4 is too old for kube-apiserver 1.36)"
 scripts/build-etcd.sh
 
-echo "== kube-apiserver (and upstream kube-scheduler + kube-controller-manager for the benchmark harness)"
-scripts/build-kube.sh kube-apiserver kube-scheduler kube-controller-manager  # the last two: benchmark peer
+echo "== kube-apiserver (and upstream kube-scheduler + kube-controller-manager: benchmark peer; the Job controller of the implicit-gang e2e test)"
+scripts/build-kube.sh kube-apiserver kube-scheduler kube-controller-manager
 
 echo "== helm (built from the helm.sh/helm/v3 module: the chart tests run helm lint and helm template)"
 scripts/build-helm.sh
