@@ -1,4 +1,4 @@
-"""ClusterStore over a real kube-apiserver: raw REST with httpx, JSON, plain dicts.
+"""ClusterStore over a real kube-apiserver: raw REST over urllib3, JSON (msgspec), plain dicts.
 
 No typed client on purpose: the scheduler works on wire-form dicts everywhere, and the
 memory store must match what this store returns byte for byte in shape (see
@@ -8,57 +8,49 @@ name fails loudly instead of being dropped by the server.
 
 from __future__ import annotations
 
+import base64
 import contextlib
-import json
 import math
 import os
 import ssl
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx
+import msgspec
 
 from drasched.api import kinds
 from drasched.api.errors import ApiError, BadRequest, Gone, from_status
 from drasched.api.kinds import ResourceType
 from drasched.store.base import ListResult, Obj, WatchEvent
-from drasched.store.credentials import ClientConfig, RateLimiter, StaticToken, TokenSource, load_client_config
+from drasched.store.credentials import ClientConfig, RateLimiter, StaticToken, load_client_config
+from drasched.store.transport import (
+    NoAnswer,
+    ReadTimeout,
+    Request,
+    Response,
+    Transport,
+    Urllib3Transport,
+    with_query,
+)
 
 STRICT = {"fieldValidation": "Strict"}
+_encode = msgspec.json.encode
+_decode = msgspec.json.decode
 
 
-def _raise_for(resp: httpx.Response) -> None:
+def _raise_for(resp: Response) -> None:
     """Map a non-2xx answer to the typed error its ``Status`` body names."""
     if resp.is_success:
         return
     try:
         body = resp.json()
-    except ValueError:
+    except msgspec.DecodeError:
         body = None
     if isinstance(body, dict) and body.get("kind") == "Status":
-        body.setdefault("code", resp.status_code)
+        body.setdefault("code", resp.status)
         raise from_status(body)
-    text = resp.text.strip()[:500] or resp.reason_phrase
-    raise from_status({"code": resp.status_code, "message": f"HTTP {resp.status_code}: {text}"})
-
-
-class _BearerAuth(httpx.Auth):
-    """A bearer token from a source that may rotate; after a 401 the source is asked for a
-    fresh token and the request is sent once more (client-go's exec and file token rules)."""
-
-    def __init__(self, source: TokenSource) -> None:
-        self.source = source
-
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        token = self.source.token()
-        if token:
-            request.headers["Authorization"] = f"Bearer {token}"
-        response = yield request
-        if response.status_code == 401 and self.source.invalidate():
-            token = self.source.token()
-            if token:
-                request.headers["Authorization"] = f"Bearer {token}"
-                yield request
+    text = resp.text.strip()[:500] or resp.reason
+    raise from_status({"code": resp.status, "message": f"HTTP {resp.status}: {text}"})
 
 
 def _meta(obj: Obj) -> dict[str, Any]:
@@ -93,7 +85,9 @@ class KubeStore:
     keep-alive slots costs a new TLS handshake on the next request. Safe to share between
     threads.
     ``kubeconfig`` fills in whatever the other arguments leave unset; ``transport``
-    replaces the network (tests pass an ``httpx.MockTransport``).
+    replaces the network (tests pass a :class:`~drasched.store.transport.MockTransport`).
+    A bearer token from a source that may rotate is asked for afresh after a 401 and the
+    request sent once more (client-go's exec and file token rules).
     """
 
     def __init__(
@@ -109,7 +103,7 @@ class KubeStore:
         ca_data: str | None = None,
         timeout: float = 30.0,
         page_size: int = 500,
-        transport: httpx.BaseTransport | None = None,
+        transport: Transport | None = None,
         config: ClientConfig | None = None,
         context: str | None = None,
         qps: float = 0.0,
@@ -134,29 +128,20 @@ class KubeStore:
         self._tempfiles = config.tempfiles
         self.server = config.server.rstrip("/")
         self.limiter = RateLimiter(qps, burst or max(1, int(qps)))
-        headers = {"Accept": "application/json", "User-Agent": "drasched"}
-        verify_arg: ssl.SSLContext | bool = False
-        if self.server.startswith("https://"):
-            verify_arg = _ssl_context(config.ca_file, config.ca_data, not config.insecure, config.cert_file,
-                                      config.key_file)
-        auth: httpx.Auth | None = None
-        if config.token_source is not None:
-            auth = _BearerAuth(config.token_source)
-        elif config.username is not None:
-            auth = httpx.BasicAuth(config.username, config.password or "")
+        self._headers = {"Accept": "application/json", "User-Agent": "drasched"}
+        if config.token_source is None and config.username is not None:
+            basic = base64.b64encode(f"{config.username}:{config.password or ''}".encode()).decode()
+            self._headers["Authorization"] = f"Basic {basic}"
         self._timeout = timeout
         self.page_size = page_size
-        # tls-server-name: the name the serving certificate is checked against (SNI too)
-        self._ext = {"sni_hostname": config.tls_server_name} if config.tls_server_name else None
-        self._client = httpx.Client(
-            transport=transport,
-            base_url=self.server,
-            headers=headers,
-            auth=auth,
-            verify=verify_arg,
-            timeout=timeout,
-            limits=httpx.Limits(max_connections=96, max_keepalive_connections=96),
-        )
+        if transport is None:
+            tls: ssl.SSLContext | None = None
+            if self.server.startswith("https://"):
+                tls = _ssl_context(config.ca_file, config.ca_data, not config.insecure, config.cert_file,
+                                   config.key_file)
+            # tls-server-name: the name the serving certificate is checked against (SNI too)
+            transport = Urllib3Transport(self.server, tls, config.tls_server_name)
+        self._transport = transport
 
     @classmethod
     def from_kubeconfig(cls, path: str | None = None, context: str | None = None, **kwargs: Any) -> KubeStore:
@@ -166,6 +151,33 @@ class KubeStore:
 
     # -- plumbing -------------------------------------------------------------------------
 
+    def _authorized(self, method: str, path: str, params: dict[str, Any] | None, content: bytes | None,
+                    content_type: str, send: Callable[[Request], Response]) -> Response:
+        """Send with the current credentials; after a 401 from a token that may have rotated,
+        once more with a fresh one."""
+        headers = dict(self._headers)
+        if content is not None:
+            headers["Content-Type"] = content_type
+        source = self.config.token_source
+        token = source.token() if source is not None else None
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        url = with_query(path, params)
+        try:
+            resp = send(Request(method, url, headers, content))
+            if resp.status == 401 and source is not None and source.invalidate():
+                token = source.token()
+                if token:
+                    headers["Authorization"] = f"Bearer {token}"
+                    resp = send(Request(method, url, headers, content))
+        except NoAnswer as exc:
+            # A reset or refused connection is one failed request, as an HTTP error is: callers
+            # retry ApiErrors; a raw transport error would end the thread (the lease renewal, an
+            # event writer) that met it. A write cut this way may still have been applied.
+            raise ApiError(f"{method} {path}: no answer from the API server: {exc}", code=503,
+                           reason="ServiceUnavailable") from exc
+        return resp
+
     def _request(
         self,
         method: str,
@@ -173,19 +185,11 @@ class KubeStore:
         params: dict[str, Any] | None = None,
         body: Obj | None = None,
         content_type: str = "application/json",
-    ) -> httpx.Response:
-        content = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": content_type} if content is not None else None
+    ) -> Response:
+        content = None if body is None else _encode(body)
         self.limiter.wait()
-        try:
-            resp = self._client.request(method, path, params=params, content=content, headers=headers,
-                                        extensions=self._ext)
-        except httpx.TransportError as exc:
-            # A reset or refused connection is one failed request, as an HTTP error is: callers
-            # retry ApiErrors; a raw httpx error would end the thread (the lease renewal, an
-            # event writer) that met it. A write cut this way may still have been applied.
-            raise ApiError(f"{method} {path}: no answer from the API server: {exc!r}", code=503,
-                           reason="ServiceUnavailable") from exc
+        resp = self._authorized(method, path, params, content, content_type,
+                                lambda req: self._transport.send(req, self._timeout))
         _raise_for(resp)
         return resp
 
@@ -354,34 +358,40 @@ class KubeStore:
             "timeoutSeconds": str(seconds),
         }
         path = rt.api_path(namespace if rt.namespaced else None)
-        timeout = httpx.Timeout(self._timeout, read=seconds + 5.0)
-        with self._client.stream("GET", path, params=params, timeout=timeout, extensions=self._ext) as resp:
-            if not resp.is_success:
-                resp.read()
-                _raise_for(resp)
-            try:
-                for line in resp.iter_lines():
-                    if not line.strip():
-                        continue
-                    event = json.loads(line)
-                    etype = event.get("type")
-                    obj = event.get("object") or {}
-                    if etype == "ERROR":
-                        obj.setdefault("code", 500)
-                        err = from_status(obj)
-                        if isinstance(err, Gone) or err.code == 410:
-                            raise Gone(err.message)
-                        raise err
-                    if etype not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
-                        raise ApiError(f"unexpected watch event type {etype!r}")
-                    if etype != "BOOKMARK":
-                        self._with_kind(rt, obj)
-                    yield WatchEvent(etype, obj)
-            except httpx.ReadTimeout:
-                return
+        resp = self._authorized("GET", path, params, None, "", lambda req: self._transport.stream(
+            req, self._timeout, seconds + 5.0))
+        _raise_for(resp)
+        lines = resp.lines if resp.lines is not None else iter(())
+        try:
+            for line in lines:
+                if not line.strip():
+                    continue
+                event = _decode(line)
+                etype = event.get("type")
+                obj = event.get("object") or {}
+                if etype == "ERROR":
+                    obj.setdefault("code", 500)
+                    err = from_status(obj)
+                    if isinstance(err, Gone) or err.code == 410:
+                        raise Gone(err.message)
+                    raise err
+                if etype not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
+                    raise ApiError(f"unexpected watch event type {etype!r}")
+                if etype != "BOOKMARK":
+                    self._with_kind(rt, obj)
+                yield WatchEvent(etype, obj)
+        except ReadTimeout:
+            return
+        except NoAnswer as exc:  # the stream was cut: as for any request, an ApiError the caller retries
+            raise ApiError(f"GET {path} (watch): the stream ended early: {exc}", code=503,
+                           reason="ServiceUnavailable") from exc
+        finally:
+            close = getattr(lines, "close", None)
+            if close is not None:  # stop reading: the connection is closed, not handed back mid-stream
+                close()
 
     def close(self) -> None:
-        self._client.close()
+        self._transport.close()
         for path in self._tempfiles:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)

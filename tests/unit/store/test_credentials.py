@@ -11,7 +11,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 
@@ -24,6 +23,7 @@ from drasched.store.credentials import (
     load_client_config,
 )
 from drasched.store.kube import KubeStore
+from drasched.store.transport import MockTransport, Request, Response, json_response
 
 
 def _kubeconfig(path: Path, *, current: str | None, clusters: dict[str, Any], users: dict[str, Any],
@@ -197,17 +197,17 @@ print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1", "kind": "Exe
 """)
     seen: list[str] = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: Request) -> Response:
         auth = request.headers.get("Authorization", "")
         seen.append(auth)
         if auth != "Bearer t1":
-            return httpx.Response(401, json={"kind": "Status", "reason": "Unauthorized", "code": 401})
-        return httpx.Response(200, json={"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "default"}})
+            return json_response(401, {"kind": "Status", "reason": "Unauthorized", "code": 401})
+        return json_response(200, {"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "default"}})
 
     path = _kubeconfig(tmp_path / "k", current="x", clusters={"c": {"server": "http://api.test"}},
                        users={"u": {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(script)}}},
                        contexts={"x": ("c", "u")})
-    with KubeStore(kubeconfig=str(path), transport=httpx.MockTransport(handler)) as store:
+    with KubeStore(kubeconfig=str(path), transport=MockTransport(handler)) as store:
         ns = store.request("GET", "/api/v1/namespaces/default")
     assert ns["metadata"]["name"] == "default"
     assert seen == ["Bearer t0", "Bearer t1"]
