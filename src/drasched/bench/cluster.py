@@ -256,6 +256,20 @@ def _wait_bound(watcher: _BindWatcher, names: set[str], timeout: float,
         time.sleep(0.05)
 
 
+def _wait_events_written(store: KubeStore, quiet: float = 1.0, timeout: float = 60.0) -> None:
+    """Until no new Event has appeared for ``quiet`` seconds: both schedulers write Events from
+    a background queue, and the init pods' Events must not be counted in the measured span."""
+    deadline = time.monotonic() + timeout
+    last, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        count = len(store.list(kinds.EVENT, NAMESPACE).items)
+        if count != last:
+            last, since = count, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        time.sleep(0.2)
+
+
 def _create_measured(store: KubeStore, pods: list[Obj]) -> dict[str, float]:
     """Create the measured pods, ``WRITERS`` at a time; when each was created (client clock)."""
     created_at: dict[str, float] = {}
@@ -335,6 +349,7 @@ def run_cluster(workload: Workload, scheduler: str, timeout: float = 600.0,
             init = _for_scheduler(workload.init_pods, scheduler)
             _create_all(store, init)
             _wait_bound(watcher, {p["metadata"]["name"] for p in init}, timeout, procs, workdir, scheduler)
+            _wait_events_written(store)
             measured = _for_scheduler(workload.measured_pods, scheduler)
             sched_cpu0 = sum(_proc_stats(p.pid)[0] for p in procs)
             server_cpu0 = sum(_proc_stats(pid)[0] for pid in cluster.pids())
