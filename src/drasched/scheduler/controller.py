@@ -7,6 +7,7 @@ by a later cycle from fresher state.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
@@ -24,6 +25,7 @@ from drasched.scheduler.config import ConfigError, SchedulerConfig, config_from_
 from drasched.scheduler.constants import DEFAULT_QUEUE, POD_SCHEDULED
 from drasched.scheduler.cycle import CycleResult, run_cycle
 from drasched.scheduler.eviction import EVENT_REASONS
+from drasched.scheduler.groups import GroupInfo
 from drasched.scheduler.snapshot import Snapshot, SnapshotBuilder
 
 Obj = dict[str, Any]
@@ -32,6 +34,9 @@ _R = TypeVar("_R")
 
 
 REFUSED_BACKOFF = timedelta(minutes=1)
+MAX_PARKED_SECONDS = 300
+"""A gang that failed is tried again after this long even if nothing freed anything (upstream:
+``podMaxInUnschedulablePodsDuration``, 5 minutes)."""
 """How long a pod whose eviction the API refused is not chosen as a victim again."""
 _KEEP = object()
 
@@ -56,6 +61,16 @@ def config_from_config_map(cm: Obj, base: SchedulerConfig, any_module: bool = Tr
         raise ConfigError(f"{where}: data.config.yaml must be a string, got {type(text).__name__}")
     modules = None if any_module else {s.module for s in base.plugins if s.module}
     return config_from_yaml(text, base, where=where, modules=modules)
+
+
+def gang_signature(g: GroupInfo) -> tuple[Any, ...]:
+    """What a cycle reads of a gang and its waiting pods, apart from the condition the scheduler
+    writes on them: when it changes, the gang may fit now."""
+    pg = ((g.obj or {}).get("metadata") or {}).get("resourceVersion")
+    pods = tuple((p.key, p.uid, p.eq_key, p.static_key, p.priority, p.phase, p.deleting, p.gated, p.node_name,
+                  (p.obj.get("status") or {}).get("resourceClaimStatuses"),
+                  (p.obj.get("status") or {}).get("nominatedNodeName")) for p in g.pending)
+    return (pg, g.min_member, g.placed, g.blocked, g.queue, g.priority, len(g.pods), pods)
 
 
 class SchedulerController:
@@ -110,6 +125,10 @@ class SchedulerController:
         """Pod uid -> until when it is not chosen as a victim again (the eviction API refused it)."""
         self.bind_backoff = BindBackoff()
         """Pods whose bind failed wait (1 s doubling to 10 s, as upstream) before they are placed again."""
+        self._parked: dict[str, tuple[tuple[Any, ...], int, datetime]] = {}
+        """Gang key -> (the gang as it failed, the builder's ``freed`` then, when to try it anyway)."""
+        self._parked_wake: datetime | None = None
+        """The earliest minRuntime end seen while gangs were parked: every gang is tried then."""
 
     def reconcile(self, ctx: ControllerContext) -> bool:
         now = ctx.now()
@@ -117,39 +136,57 @@ class SchedulerController:
         refresh = self._refresh_at is not None and now >= self._refresh_at
         if not self.cache.sync(ctx.store, ctx.informers) and not due and not refresh:
             return False
+        self._load_config(ctx)
+        snap = self.builder.build(self.cache, self.bind_backoff, now)
         if self.idle_cycle_period is not None and not due and self._last_cycle is not None \
-                and not self._has_unplaced_pods():
+                and not self.builder.has_pending():
             next_cycle = self._last_cycle + timedelta(seconds=self.idle_cycle_period)
             if now < next_cycle:  # nothing to place: only queue statuses would change
                 self._refresh_at = next_cycle
                 ctx.wake_at(next_cycle)
                 return False
         self._refresh_at, self._last_cycle = None, now
-        self._load_config(ctx)
-        snap = self.builder.build(self.cache, self.bind_backoff, now)
+        if due:
+            self._parked.clear()  # a minRuntime or a backoff ended: victims or room may be there now
+            self._parked_wake = None
+        snap = self._without_parked(snap, now)
         self._refused = {uid: until for uid, until in self._refused.items() if until > now}
         result = run_cycle(snap, self.config, format_time(now), avoid=frozenset(self._refused))
+        self._park(snap, result, now)
         self.last = result
         self.cycles += 1
-        self._wake = min((t for t in (result.wake_at, *snap.backing_off.values()) if t is not None), default=None)
+        if self._parked and result.wake_at is not None:
+            # A parked gang is not tried, so it notes no wake-up of its own: keep the one it was parked with.
+            self._parked_wake = min(result.wake_at, self._parked_wake or result.wake_at)
+        self._wake = min((t for t in (result.wake_at, self._parked_wake, *snap.backing_off.values()) if t is not None),
+                         default=None)
         if self._wake is not None:
             ctx.wake_at(self._wake)
         return self._write(ctx, snap, result)
 
-    def _has_unplaced_pods(self) -> bool:
-        """Whether a pod of ours is neither bound, finished, being deleted, nor placed by a
-        live BindRequest (named after it, for its uid): the only pods a cycle can place."""
-        brs = self.cache.objects(kinds.BIND_REQUEST)
-        for key, pod in self.cache.objects(kinds.POD).items():
-            spec, md = pod.get("spec") or {}, pod.get("metadata") or {}
-            if spec.get("nodeName") or md.get("deletionTimestamp") or not self.config.schedules(
-                    spec.get("schedulerName")) or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-                continue
-            br = brs.get(key)
-            if br is None or (br.get("status") or {}).get("phase") == "Failed" \
-                    or (br.get("spec") or {}).get("podUID") not in (None, "", md.get("uid")):
-                return True
-        return False
+    def _without_parked(self, snap: Snapshot, now: datetime) -> Snapshot:
+        """Leave out the gangs that failed and that nothing has helped since: the same gang
+        (:func:`gang_signature`: the PodScheduled condition written for it is no change) and no pod or claim gave
+        anything back. Upstream's scheduling queue keeps such pods in its unschedulable set
+        until an event its plugins' queueing hints name, or ``podMaxInUnschedulablePodsDuration``
+        (5 minutes) passes."""
+        if not self._parked:
+            return snap
+        keep = [g for g in snap.pending_groups if not self._still_parked(g, snap.freed, now)]
+        self._parked = {g.key: self._parked[g.key] for g in snap.pending_groups if g.key in self._parked
+                        and self._still_parked(g, snap.freed, now)}
+        if len(keep) == len(snap.pending_groups):
+            return snap
+        return dataclasses.replace(snap, pending_groups=tuple(keep))
+
+    def _still_parked(self, g: GroupInfo, freed: int, now: datetime) -> bool:
+        hit = self._parked.get(g.key)
+        return hit is not None and hit[1] == freed and now < hit[2] and hit[0] == gang_signature(g)
+
+    def _park(self, snap: Snapshot, result: CycleResult, now: datetime) -> None:
+        until = now + timedelta(seconds=MAX_PARKED_SECONDS)
+        for key in result.failed_gangs:
+            self._parked[key] = (gang_signature(snap.groups[key]), snap.freed, until)
 
     def _load_config(self, ctx: ControllerContext) -> None:
         """Apply the ConfigMap's configuration when it changes; a bad one is reported and ignored."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from drasched.scheduler.accounting import ALLOCATED, REQUESTED
 from drasched.scheduler.actions import ACTIONS
-from drasched.scheduler.actions.nominated import nominations
+from drasched.scheduler.actions.nominated import nominated_node, nominations
 from drasched.scheduler.config import SchedulerConfig
 from drasched.scheduler.constants import DEFAULT_QUEUE, POD_SCHEDULED
 from drasched.scheduler.eviction import Eviction
@@ -50,6 +50,9 @@ class CycleResult:
     """Pods whose ``status.nominatedNodeName`` changes (``None`` clears it)."""
     wake_at: datetime | None = None
     """Run a cycle then even if nothing changes (a minRuntime ends)."""
+    failed_gangs: frozenset[str] = frozenset()
+    """Gangs tried and not placed, with nothing under way for them (no eviction, no nomination):
+    trying them again is useless until something gives resources back (see the controller)."""
     seconds: float = 0.0
 
 
@@ -100,6 +103,15 @@ def _allocated(session: Session, queue: str) -> dict[str, float]:
     return out
 
 
+def _failed_gangs(snap: Snapshot, session: Session) -> frozenset[str]:
+    placed = {p.group for p in session.placements.values()}
+    nominated = session.disruption.nominated
+    return frozenset(
+        g.key for g in snap.pending_groups
+        if g.key not in placed and all(p.key in session.unschedulable and p.key not in nominated
+                                       and not nominated_node(p) for p in g.pending))
+
+
 def run_cycle(snap: Snapshot, config: SchedulerConfig, now: str, avoid: frozenset[str] = frozenset()) -> CycleResult:
     """Run the configured actions on a fresh session and collect the decisions.
 
@@ -134,6 +146,7 @@ def _run_cycle(snap: Snapshot, config: SchedulerConfig, now: str, avoid: frozens
             since = _false_since(pod) or now  # the transition is to False, not to a new message
             out.pod_conditions.append((pod, unschedulable_condition(message, since)))
     out.evictions, out.nominations = list(session.disruption.evictions), nominations(session)
+    out.failed_gangs = _failed_gangs(snap, session)
     out.wake_at = session.disruption.wake_at
     for name, q in snap.queues.queues.items():
         status = queue_status(q, _allocated(session, name), session.usage.of(REQUESTED, name),

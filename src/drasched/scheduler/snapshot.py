@@ -115,6 +115,8 @@ class Snapshot:
     """Pods being deleted, not finished yet (those bound still hold their node)."""
     mismatched: tuple[GroupInfo, ...] = ()
     """Groups with a pod whose queue label their PodGroup overrides."""
+    freed: int = 0
+    """The builder's :attr:`SnapshotBuilder.freed` at this build."""
 
     @property
     def n_nodes(self) -> int:
@@ -195,6 +197,10 @@ class SnapshotBuilder:
         """id() of the cache the world was built from."""
         self.full_builds = 0
         """How many builds read the whole cache (the rest applied changes): for tests and benchmarks."""
+        self.freed = 0
+        """Counts changes that may let a waiting gang fit where it did not: a pod or claim giving
+        back what it held, a queue's settings, a world built again. A gang that failed is not
+        tried again before this moves (or the gang itself changes): upstream's queueing hints."""
         self._check = bool(os.environ.get(CHECK_ENV))
 
     # ------------------------------------------------------------------ memoised parsing
@@ -286,9 +292,14 @@ class SnapshotBuilder:
             out[rt.kind] = keys
         return out
 
+    def has_pending(self) -> bool:
+        """Whether the last build saw a pod of ours waiting to be placed."""
+        return self._world is not None and bool(self._world.pending)
+
     def _full(self, cache: SchedulerCache) -> World:
         """Everything derived from the whole cache."""
         self.full_builds += 1
+        self.freed += 1
         cfg = self.config
         ns_labels = {k: dict((o.get("metadata") or {}).get("labels") or {})
                      for k, o in cache.objects(kinds.NAMESPACE).items()}
@@ -376,11 +387,15 @@ class SnapshotBuilder:
         if old_j is not None:
             w.on_node[old_j].discard(key)
             nodes.add(old_j)
+        if key in w.pods and (p is None or p.terminal or (p.deleting and not w.pods[key].deleting)):
+            self.freed += 1  # gone, finished, or leaving: its node and its queue's share free up
         old_g = w.group_of.pop(key, None)
         if old_g is not None:
             w.members[old_g].discard(key)
             groups.add(old_g)
         w.deleting.pop(key, None)
+        if old_j is not None and (p is None or counted_node(p, w.assumed, w.node_pos) != old_j):
+            self.freed += 1
         if p is None:
             w.pods.pop(key, None)
             w.pod_claims.pop(key, None)
@@ -458,6 +473,8 @@ class SnapshotBuilder:
                 key, obj, w.assumed_alloc.get(key), w.assumed_res.get(key, []), w.accounting)
             if old is not None and old.allocation:
                 self._hold(w, old.allocation, -1, gpu_units=not old.extended)
+            if old is not None and _gives_back(old, new):
+                self.freed += 1
             if new is not None and new.allocation:
                 self._hold(w, new.allocation, 1, gpu_units=not new.extended)
             if new is None:
@@ -530,6 +547,8 @@ class SnapshotBuilder:
             tree = build_queue_tree(cache.objects(kinds.QUEUE).values(), w.accounting.dim_of)
             if queue_shape(tree) != queue_shape(w.tree):
                 return False  # queues came, went or moved: usage sums run along other paths
+            if _queue_specs(tree) != _queue_specs(w.tree):
+                self.freed += 1  # quota, limit, weight or priority changed
             w.tree = tree
             w.ledger.retree(tree)
         dirty_pods = set(changed.get(kinds.POD.kind, ()))
@@ -569,6 +588,8 @@ class SnapshotBuilder:
             view = ChainMap(parsed, pods)  # type: ignore[arg-type]
             br_allocations = bind_request_allocations(cache, view, w.assumed, w.owned)  # type: ignore[arg-type]
             if br_allocations != w.br_allocations:
+                if any(a not in br_allocations for a in w.br_allocations):
+                    self.freed += 1
                 for a in w.br_allocations:
                     self._hold(w, a, -1, gpu_units=False)
                 for a in br_allocations:
@@ -621,7 +642,7 @@ class SnapshotBuilder:
             disruption_budgets=cache.objects(kinds.POD_DISRUPTION_BUDGET), profile=self.profile,
             demands=self._demands, backing_off=held, usage=w.ledger.usage,
             pending_groups=tuple(sorted(pending, key=lambda g: g.key)), deleting=w.deleting,
-            mismatched=tuple(w.groups[k] for k in sorted(w.mismatched)),
+            mismatched=tuple(w.groups[k] for k in sorted(w.mismatched)), freed=self.freed,
         )
 
 
@@ -654,6 +675,19 @@ class _ClaimDemand(Mapping[str, Mapping[str, float]]):
 
     def __len__(self) -> int:
         return len(self._claims)
+
+
+def _gives_back(old: ClaimInfo, new: ClaimInfo | None) -> bool:
+    """Whether a claim's change frees devices or a reservation: gone, being deleted, deallocated,
+    or a consumer fewer."""
+    if new is None or (new.deleting and not old.deleting) or (old.allocation and not new.allocation):
+        return True
+    kept = {r.get("uid") for r in new.reserved_for}
+    return any(r.get("uid") not in kept for r in old.reserved_for)
+
+
+def _queue_specs(tree: QueueTree) -> dict[str, Any]:
+    return {name: (q.obj or {}).get("spec") for name, q in tree.queues.items()}
 
 
 def _kept(assumed_res: dict[str, list[Obj]]) -> dict[str, list[Obj]]:
