@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import copy
+import dataclasses
 import json
 import random
 import re
@@ -42,6 +43,7 @@ from drasched.api.manifest import ManifestError, load_paths
 from drasched.sim.runner import Simulation, SimulationError
 from drasched.store.kube import KubeStore
 from drasched.testing.apiserver import LocalCluster, ensure_namespace
+from drasched.testing.served import as_served
 from tests.fuzz.mutate import DEEP_2000, DEEP_5000, ROOT, Obj, corpus, mutate, write
 from tests.scenarios.runner import load_scenario
 
@@ -49,10 +51,6 @@ UPSTREAM_GANG = frozenset({"Workload", "PodGroup"})
 """The upstream gang API (scheduling.k8s.io), which drasched translates rather than serves.
 Not a mutation target: the translation reads what it needs and warns about the rest instead
 of validating these objects as the API server does (a known gap, docs/testing.md)."""
-
-SERVED_VERSION = {("resource.k8s.io/v1", "DeviceTaintRule"): "resource.k8s.io/v1beta2"}
-"""Kubernetes 1.37 kinds the files hold, sent in the version the 1.36 test server serves with
-the same shape (as tests/e2e/test_manifests_accepted_e2e.py does)."""
 
 CONTEXT_KINDS = ("Namespace", "PriorityClass")
 """The only objects another object's create consults on the server: its namespace (and the
@@ -89,7 +87,7 @@ def served_type(obj: Obj) -> kinds.ResourceType | None:
     if str(api_version).startswith("scheduling.k8s.io/") and kind in UPSTREAM_GANG:
         return None
     try:
-        rt = kinds.for_object({**obj, "apiVersion": SERVED_VERSION.get((api_version, kind), api_version)})
+        rt = kinds.for_object(obj)
     except ApiError:
         return None
     return None if rt.group.endswith(".x-k8s.io") else rt
@@ -169,6 +167,7 @@ class Server:
                                  timeout=60,
                                  headers={"Authorization": f"Bearer {cluster.token}",
                                           "Content-Type": "application/json", "User-Agent": "drasched-parity"})
+        self.served = cluster.served
         self.classes: dict[str, Obj] = {}
         self.unknown_fields = 0
         """Bodies refused only under ``fieldValidation=Strict`` (unknown or duplicate fields)."""
@@ -233,10 +232,12 @@ class Server:
         ns = md.get("namespace") if isinstance(md, dict) else None
         if not isinstance(ns, str) or not ns:
             ns = (original.get("metadata") or {}).get("namespace") or "default"
-        path = rt.api_path(ns)
+        # a kind that moved between releases (DeviceTaintRule) goes where this server serves it
+        version = as_served(original, self.served)["apiVersion"].rsplit("/", 1)[-1]
+        path = dataclasses.replace(rt, version=version).api_path(ns)
         body = broken
         if (broken.get("apiVersion"), broken.get("kind")) == (original["apiVersion"], original["kind"]):
-            body = {**broken, "apiVersion": rt.api_version}
+            body = as_served(broken, self.served)
         content = wire_text(body).encode()
         resp = self.http.post(path, params={"dryRun": "All", "fieldValidation": "Strict"}, content=content)
         if resp.status_code == 400 and "strict decoding error" in resp.text:
