@@ -168,8 +168,9 @@ def run(
     ``min_round_interval`` seconds, and after a round that used T seconds of CPU waits at
     least ``BUSY_FACTOR`` x T: a burst of watch events is then one round, not one each,
     and no controller holds the GIL for more than about half the time (a scheduling cycle
-    builds a snapshot of the whole cluster; run back to back, it would starve the binder
-    and the claim controller, whose rounds are mostly waiting on the network). Over the
+    after a large change, or one placing a big burst, is CPU-bound; run back to back, it
+    would starve the binder and the claim controller, whose rounds are mostly waiting on
+    the network). Over the
     memory store the controllers take turns in one loop and drain its watch themselves,
     as in embedded mode.
     """
