@@ -182,11 +182,7 @@ class Server:
         wanted = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "PriorityClass"}
         for d in docs:
             if d.get("kind") == "Namespace":
-                self._namespace(d)
-            elif d.get("kind") != "PriorityClass":
-                ns = (d.get("metadata") or {}).get("namespace")
-                if ns in ("default", "kube-system"):
-                    ensure_namespace(self.store, ns)
+                self._namespace(d)  # never deleted (no namespace controller here): kept, relabelled
         if wanted == self.classes:
             return
         gone = [n for n in self.classes if wanted.get(n) != self.classes[n]]
