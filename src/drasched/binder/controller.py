@@ -146,9 +146,9 @@ class BinderController:
             if out is None:
                 continue
             progressed = True
-            if out.phase == SUCCEEDED and not self.record_success:
+            if out.phase == SUCCEEDED and not self.record_success:  # no status write will say so
                 self._finish((ns, name), br["metadata"].get("resourceVersion"))
-                continue
+                self._pending.discard((ns, name))
             if out.retry_at is not None:
                 ctx.wake_at(out.retry_at)
         return progressed

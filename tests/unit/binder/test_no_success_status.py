@@ -79,3 +79,17 @@ def test_simulate_keeps_the_success_status_in_its_record() -> None:
     result = simulate(objects, controllers=[BinderController()])
     phases = {(b.get("status") or {}).get("phase") for b in result.store.list(kinds.BIND_REQUEST).items}
     assert phases == {"Succeeded"}
+
+
+def test_over_a_plain_store_the_binder_settles_without_the_success_status() -> None:
+    """Without shared informers (serve over a plain store) the binder follows the store's watch:
+    a request it bound leaves its pending set, so the loop goes quiet."""
+    store = _cluster()
+    objects: list[dict[str, Any]] = [o for rt in (kinds.NODE, kinds.POD, kinds.BIND_REQUEST)
+                                     for o in store.list(rt).items]
+    controller = BinderController(record_success=False)
+    result = simulate(objects, controllers=[controller])
+    assert result.quiescent and controller._pending == set()
+    assert all(p["spec"].get("nodeName") == "n1" for p in result.store.list(kinds.POD).items)
+    assert all("status" not in b for b in result.store.list(kinds.BIND_REQUEST).items)
+    assert [d["action"] for d in result.decisions] == ["bind"] * PODS
