@@ -20,4 +20,8 @@ done
 $B bench all --embedded > "$OUT/embedded-all.txt" 2>&1
 # where drasched's CPU goes in the workload it trails most (py-spy samples next to the log)
 $B bench claim-template --scheduler drasched --profile --log-dir "$OUT/profile" > "$OUT/profile.txt" 2>&1
+# one full cycle over the published replay shape (4,000 nodes x 8 GPUs, 140,000 pods), embedded
+/usr/bin/time -v $B bench replay > "$OUT/replay.txt" 2>&1
+# 30 minutes of pods created and completed through drasched serve: RSS over time, errors in the log
+$B bench churn --log-dir "$OUT/logs" > "$OUT/churn.txt" 2>&1
 date -u > "$OUT/finished"
