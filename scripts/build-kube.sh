@@ -3,9 +3,11 @@
 # (kube-apiserver, and on request kube-scheduler / kube-controller-manager) from
 # the k8s.io/kubernetes Go module, once, into a cache outside the repository.
 # Only what is missing is built. Usage: scripts/build-kube.sh [BINARY...]
+# DRASCHED_KUBE_VERSION picks the release (v1.37.2 by default; v1.36.3 still builds). Both
+# releases' go.mod ask for Go 1.26, so the installed toolchain builds them (GOTOOLCHAIN=local).
 set -euo pipefail
 
-KUBE_VERSION="${DRASCHED_KUBE_VERSION:-v1.36.3}"
+KUBE_VERSION="${DRASCHED_KUBE_VERSION:-v1.37.2}"
 STAGING_VERSION="v0${KUBE_VERSION#v1}"
 CACHE="${DRASCHED_CACHE:-$HOME/.cache/drasched}"
 BIN="$CACHE/kube-$KUBE_VERSION/bin"

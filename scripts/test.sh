@@ -10,7 +10,7 @@ echo "== python environment"
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
 
-echo "== etcd (built from the go.etcd.io module: Debian's 3.4 is too old for kube-apiserver 1.36)"
+echo "== etcd (built from the go.etcd.io module: Debian's 3.4 is too old for kube-apiserver 1.36+)"
 scripts/build-etcd.sh
 
 echo "== kube-apiserver (and upstream kube-scheduler + kube-controller-manager: benchmark peer; the Job controller of the implicit-gang e2e test)"

@@ -263,8 +263,10 @@ RULES = [
          'Invalid value: "nope": must be the name of a request in the claim'),
     Rule("claim-match-attribute-unqualified", claim, at("spec.devices.constraints", [{"matchAttribute": "model"}]),
          "spec.devices.constraints[0].matchAttribute", "a fully qualified name must be a domain and a name"),
+    # 1.37 validates the list declaratively (+k8s:unique=map): the whole item, defaulted, in Go's field order
     Rule("claim-duplicate-request", claim, with_duplicate_request, "spec.devices.requests[1]",
-         'Duplicate value: "gpu"'),
+         'Duplicate value: {"name":"gpu","exactly":{"deviceClassName":"gpu.example.com","allocationMode":"ExactCount",'
+         '"count":1}}'),
     Rule("template-count-negative", template, at("spec.spec.devices.requests.0.exactly.count", -1),
          "spec.spec.devices.requests[0].exactly.count", "Invalid value: -1: must be greater than zero"),
     Rule("template-metadata-label", template, at("spec.metadata", {"labels": {"team": "a b"}}),
@@ -272,10 +274,11 @@ RULES = [
     Rule("class-33-selectors", device_class, at("spec.selectors", [{"cel": {"expression": "true"}}] * 33),
          "spec.selectors", "Too many: 33: must have at most 32 items"),
     Rule("class-extended-resource-name", device_class, at("spec.extendedResourceName", "gpu"),
-         "spec.extendedResourceName", 'Invalid value: "gpu": must be a valid extended resource name'),
+         "spec.extendedResourceName",
+         "Invalid value: \"gpu\": a name must be a domain-prefixed path, such as 'example.com/my-prop'"),
     Rule("class-config-driver", device_class,
          at("spec.config", [{"opaque": {"driver": "Bad_Driver", "parameters": {}}}]), "spec.config[0].opaque.driver",
-         "a lowercase RFC 1123 subdomain must consist of"),
+         "an RFC 1123 subdomain must consist of alphanumeric characters"),  # 1.37: k8s-long-name-caseless
     Rule("claim-constraint-unknown-request", claim,
          at("spec.devices.constraints", [{"requests": ["nope"], "matchAttribute": f"{DRIVER}/model"}]),
          "spec.devices.constraints[0].requests[0]",
@@ -349,8 +352,8 @@ RULES = [
          "a valid label must be an empty string or consist of alphanumeric characters"),
     Rule("annotation-key", pod, at("metadata.annotations", {"bad key": "x"}), "metadata.annotations",
          "name part must consist of alphanumeric characters"),
-    Rule("owner-reference-without-uid", pod, with_owner_without_uid, "metadata.ownerReferences.uid",
-         'Invalid value: "": must not be empty'),
+    Rule("owner-reference-without-uid", pod, with_owner_without_uid, "metadata.ownerReferences[0].uid",
+         "Required value: must not be empty"),
     Rule("negative-request", pod, with_resources(requests={"cpu": "-1"}), "spec.containers[0].resources.requests[cpu]",
          'Invalid value: "-1": must be greater than or equal to 0'),
     Rule("request-above-limit", pod, with_resources(requests={"cpu": "2"}, limits={"cpu": "1"}),
@@ -497,7 +500,7 @@ RULES = [
     Rule("slice-device-no-placement", resource_slice, per_device({}), "spec.devices[0]",
          "Required value: exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required"),
     Rule("slice-duplicate-counter-consumption", resource_slice, consuming_twice, "spec.devices[0].consumesCounters[1]",
-         'Duplicate value: "set"'),
+         'Duplicate value: {"counterSet":"set","counters":{"mem":{"value":"1Gi"}}}'),  # 1.37: +k8s:unique=map
     # a capacity without a value is Go's zero Quantity; a JSON number is a quantity too
     Rule("slice-request-policy-without-value", resource_slice, lambda obj: (
          with_request_policy_max("8Gi")(obj), obj["spec"]["devices"][0]["capacity"]["memory"].pop("value")),
@@ -519,7 +522,7 @@ RULES = [
          "status.capacity.nvidia.com/gpu", 'Invalid value: "500m": must be an integer'),
     Rule("slice-duplicate-counter-set", resource_slice, lambda obj: (
          with_shared_counter("mem")(obj), obj["spec"]["sharedCounters"].append(obj["spec"]["sharedCounters"][0])),
-         "spec.sharedCounters[1]", 'Duplicate value: "set"'),
+         "spec.sharedCounters[1]", 'Duplicate value: {"name":"set","counters":{"mem":{"value":"1"}}}'),
     # pkg/apis/scheduling/validation.
     Rule("priority-over-1e9", priority_class, at("value", 1_000_000_001), "value",
          "Forbidden: maximum allowed value of a user defined priority is 1000000000"),
@@ -647,7 +650,7 @@ def test_pool_generation_and_reserved_for_limits_hold_on_status_writes(store: Cl
     ({"request": "nope"}, "status.allocation.devices.results[0].request",
      'Invalid value: "nope": must be the name of a request in the claim'),
     ({"driver": "Bad_Driver"}, "status.allocation.devices.results[0].driver",
-     "a lowercase RFC 1123 subdomain must consist of"),
+     "an RFC 1123 subdomain must consist of alphanumeric characters"),
     ({"pool": "Pool_A"}, "status.allocation.devices.results[0].pool", "a lowercase RFC 1123 subdomain must consist of"),
     ({"device": "GPU_0"}, "status.allocation.devices.results[0].device", "a lowercase RFC 1123 label must consist of"),
 ], ids=["request", "driver", "pool", "device"])

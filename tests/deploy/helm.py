@@ -10,7 +10,7 @@ import yaml
 
 from drasched.testing.apiserver import REPO_ROOT, helm_binary
 
-KUBE_VERSION = "v1.36.3"
+KUBE_VERSION = "v1.37.2"
 """The cluster version `helm template` renders for (the chart requires 1.34 or later)."""
 CHART = REPO_ROOT / "deploy" / "helm" / "drasched"
 Obj = dict[str, Any]

@@ -262,7 +262,8 @@ FUNCTIONS: Final[dict[str, list[Overload]]] = {
     "double": [_g((t,), DOUBLE, "h:to_double") for t in (INT, UINT, DOUBLE, STRING)],
     "string": [_g((t,), STRING, "h:to_string") for t in (INT, UINT, DOUBLE, BOOL, STRING, BYTES, DUR, TS)],
     # cel-go standard library: google.protobuf.Duration and Timestamp
-    "duration": [_g((t,), DUR, "h:to_duration") for t in (STRING, INT, DUR)],
+    # cel-go v0.29 (Kubernetes 1.37) dropped the int64_to_duration overload cel-go v0.26 declared
+    "duration": [_g((t,), DUR, "h:to_duration") for t in (STRING, DUR)],
     "timestamp": [_g((t,), TS, "h:to_timestamp") for t in (STRING, INT, TS)],
     **_time_accessors(),
     "bytes": [_g((t,), BYTES, "h:to_bytes") for t in (BYTES, STRING)],
@@ -685,8 +686,7 @@ class Checker:
     def _check_time_literal(self, fn: str, arg: Node) -> None:
         """cel-go's duration and timestamp literal validators (the Kubernetes base environment
         enables them): a constant argument is converted at compile time, and one that fails
-        is "invalid duration argument" at the literal. ``duration(1)`` fails too: the int
-        overload is declared, but cel-go cannot convert an int to a duration."""
+        is "invalid duration argument" at the literal."""
         if not isinstance(arg, Literal):
             return
         try:

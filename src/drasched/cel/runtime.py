@@ -750,8 +750,8 @@ def to_string(v: Any) -> str:
 
 
 def to_duration(v: Any) -> Duration:
-    """``duration(string)`` parses as Go's ``time.ParseDuration``; ``duration(int)`` is declared
-    but cel-go has no such conversion, so it always fails."""
+    """``duration(string)`` parses as Go's ``time.ParseDuration``; there is no ``duration(int)``
+    (cel-go v0.29, Kubernetes 1.37)."""
     t = type(v)
     if t is Duration:
         return v
@@ -760,8 +760,6 @@ def to_duration(v: Any) -> Duration:
             return Duration(timevals.parse_duration(v))
         except ValueError as e:
             fail(f"type conversion error from 'string' to 'google.protobuf.Duration': {e}")
-    if t is int:
-        fail("type conversion error from 'int' to 'google.protobuf.Duration'")
     no_overload("duration", v)
 
 

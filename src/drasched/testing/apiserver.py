@@ -35,7 +35,7 @@ from drasched.api.errors import AlreadyExists, NotFound
 from drasched.store.kube import KubeStore
 from drasched.testing.served import ServedApis, served_apis
 
-KUBE_VERSION = os.environ.get("DRASCHED_KUBE_VERSION", "v1.36.3")
+KUBE_VERSION = os.environ.get("DRASCHED_KUBE_VERSION", "v1.37.2")
 ETCD_VERSION = os.environ.get("DRASCHED_ETCD_VERSION", "v3.6.8")
 ADMIN_TOKEN = "drasched-admin-token"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

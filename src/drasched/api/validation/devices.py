@@ -1,4 +1,4 @@
-"""A ResourceSlice device's advanced fields (pkg/apis/resource/validation, v1.36.3): binding
+"""A ResourceSlice device's advanced fields (pkg/apis/resource/validation, v1.37.2): binding
 conditions, counter names and consumable capacity's request policy."""
 
 from __future__ import annotations
@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from drasched.api.errors import Cause
+from drasched.api.resource import CounterSet, DeviceCounterConsumption
+from drasched.api.validation.gojson import go_ordered
 from drasched.api.validation.names import (
     bad,
     check_label,
@@ -81,9 +83,9 @@ def check_shared_counters(spec: Obj) -> list[Cause]:
             path = f"spec.sharedCounters[{i}]"
             causes += check_label(f"{path}.name", counter_set.get("name"))
             causes += check_counter_names(f"{path}.counters", counter_set.get("counters"))
-            # validateSet keyed by name: every repeat is named at its own index
+            # keyed by name, every repeat at its own index; 1.37 (+k8s:unique=map) shows the whole set
             if counter_set.get("name") in seen:
-                causes.append(duplicate(path, counter_set.get("name")))
+                causes.append(duplicate(path, go_ordered(counter_set, CounterSet)))
             seen.add(counter_set.get("name"))
     return causes
 
@@ -101,9 +103,9 @@ def check_counter_consumption(path: str, dev: Obj) -> list[Cause]:
             cpath = f"{path}.consumesCounters[{i}]"
             causes += check_label(f"{cpath}.counterSet", use.get("counterSet"))
             causes += check_counter_names(f"{cpath}.counters", use.get("counters"))
-            # validateSet keyed by counterSet: a set is consumed from once per device
+            # keyed by counterSet, once per device; 1.37 (+k8s:unique=map) shows the whole entry
             if use.get("counterSet") in seen:
-                causes.append(duplicate(cpath, use.get("counterSet")))
+                causes.append(duplicate(cpath, go_ordered(use, DeviceCounterConsumption)))
             seen.add(use.get("counterSet"))
     return causes
 
@@ -138,26 +140,43 @@ def _check_valid_range(path: str, default: Quantity, capacity: Quantity, valid_r
     causes: list[Cause] = []
     if low > capacity:
         causes.append(bad(f"{path}.min", str(low), f"min is larger than capacity value: {capacity}"))
-    if default < low:  # v1.36.3 names .min here
-        causes.append(bad(f"{path}.min", str(default), f"default is less than min: {low}"))
+    if default < low:  # 1.37 names .default (1.36: .min)
+        causes.append(bad(f"{path}.default", str(default), f"default is less than min: {low}"))
     if high is not None:
         if low > high:
             causes.append(bad(f"{path}.max", str(low), f"min is larger than max: {high}"))
         if high > capacity:
             causes.append(bad(f"{path}.max", str(high), f"max is larger than capacity value: {capacity}"))
-        if default > high:
-            causes.append(bad(f"{path}.max", str(default), f"default is more than max: {high}"))
-    if step is not None:
-        one_step = low + step
-        if one_step > capacity:
-            causes.append(bad(f"{path}.step", str(step), f"one step {one_step} is larger than capacity value: "
-                                                         f"{capacity}"))
-        if step.value_int() != 0:
-            for value in (default, high):
-                if value is not None and (value.value_int() - low.value_int()) % step.value_int() != 0:
-                    causes.append(bad(f"{path}.step", str(value), f"value is not a multiple of a given step "
-                                                                  f"({step}) from ({low})"))
+        if default > high:  # 1.37 names .default (1.36: .max)
+            causes.append(bad(f"{path}.default", str(default), f"default is more than max: {high}"))
+    if step is None:
+        return causes
+    if step.sign() <= 0:
+        return [*causes, bad(f"{path}.step", str(step), "must be greater than zero")]
+    one_step = low + step
+    if one_step > capacity:
+        causes.append(bad(f"{path}.step", str(step), f"one step {one_step} is larger than capacity value: {capacity}"))
+    # 1.37 (DRAFractionalCapacityRange off): the step check reads Value(), which only holds in
+    # [0, MaxInt64]; a bound outside it is refused instead
+    unsafe = [bad(f"{path}.{name}", str(q), msg) for name, q in (("default", default), ("min", low), ("max", high),
+                                                                  ("step", step))
+              if q is not None for msg in _int64_range_errors(q)]
+    if unsafe:
+        return causes + unsafe
+    for value in (default, high):
+        if value is not None and (value.value_int() - low.value_int()) % step.value_int() != 0:
+            causes.append(bad(f"{path}.step", str(value),
+                              f"value is not a multiple of a given step ({step}) from ({low})"))
     return causes
+
+
+def _int64_range_errors(q: Quantity) -> list[str]:
+    """``validateInt64Range``: a bound the whole-number step arithmetic can read."""
+    if q.sign() < 0:
+        return ["must be greater than or equal to 0"]
+    if q > Quantity.from_int(2**63 - 1):
+        return ["must not be larger than 9223372036854775807"]
+    return []
 
 
 def check_capacity_policy(path: str, capacity: Any, multi: bool) -> list[Cause]:

@@ -104,16 +104,20 @@ def check_template_metadata(md: Any, path: str) -> list[Cause]:
 
 
 def _check_owner_references(refs: Any) -> list[Cause]:
-    """``validateOwnerReference``: the path carries no index, as upstream's does."""
+    """``validateOwnerReference`` (apimachinery 1.37): each reference by its index; an empty
+    field is required, an apiVersion ``schema.ParseGroupVersion`` refuses or that has no
+    version is invalid."""
     causes: list[Cause] = []
-    path = "metadata.ownerReferences"
-    for ref in refs if isinstance(refs, list) else []:
+    for i, ref in enumerate(refs if isinstance(refs, list) else []):
         if not isinstance(ref, dict):
             continue
+        path = f"metadata.ownerReferences[{i}]"
         api_version = ref.get("apiVersion") or ""
-        if not api_version.rsplit("/", 1)[-1]:
-            causes.append(bad(f"{path}.apiVersion", api_version, "version must not be empty"))
+        if not api_version:
+            causes.append(required(f"{path}.apiVersion", "must not be empty"))
+        elif api_version.count("/") > 1 or not api_version.rsplit("/", 1)[-1]:
+            causes.append(bad(f"{path}.apiVersion", api_version, "must be <group>/<version> or <version>"))
         for key in ("kind", "name", "uid"):
             if not ref.get(key):
-                causes.append(bad(f"{path}.{key}", ref.get(key) or "", "must not be empty"))
+                causes.append(required(f"{path}.{key}", "must not be empty"))
     return causes

@@ -31,6 +31,12 @@ SUBDOMAIN_REGEX_MSG = (
     SUBDOMAIN_MSG + " (e.g. 'example.com', regex used for validation is "
     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
+SUBDOMAIN_CASELESS_REGEX_MSG = (
+    "an RFC 1123 subdomain must consist of alphanumeric characters, '-' or '.', and must start and end "
+    "with an alphanumeric character (e.g. 'Example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+"""``IsDNS1123SubdomainCaseless``, the words of the declarative ``k8s-long-name-caseless`` format."""
 
 
 def as_list(value: Any) -> list[Any]:
@@ -48,8 +54,8 @@ def bad(field: str, value: Any, detail: str) -> Cause:
     return Cause(field, f"Invalid value: {quote(value)}: {detail}")
 
 
-def required(field: str) -> Cause:
-    return Cause(field, "Required value", "FieldValueRequired")
+def required(field: str, detail: str = "") -> Cause:
+    return Cause(field, f"Required value: {detail}" if detail else "Required value", "FieldValueRequired")
 
 
 def quote(value: Any) -> str:
@@ -179,14 +185,18 @@ def check_c_identifier(field: str, value: str, max_len: int = 32) -> list[Cause]
     return causes
 
 
-def check_driver_name(field: str, value: Any) -> list[Cause]:
+def check_driver_name(field: str, value: Any, covered: bool = False) -> list[Cause]:
     """``ValidateCSIDriverName``: at most 63 bytes, then a DNS subdomain once lowercased
-    (upstream checks ``strings.ToLower(name)``: ``GPU.Example.com`` is a valid driver name)."""
+    (upstream checks ``strings.ToLower(name)``: ``GPU.Example.com`` is a valid driver name).
+
+    ``covered``: a field 1.37 validates declaratively (``+k8s:format=k8s-long-name-caseless``,
+    an opaque config's driver and an allocation result's), whose format error is worded as
+    ``IsDNS1123SubdomainCaseless`` words it."""
     if not isinstance(value, str) or not value:
         return [required(field)]
     causes = [too_long(field, 63)] if len(value) > 63 else []
     if not _DNS1123_SUBDOMAIN.match(value.lower()):
-        causes.append(bad(field, value, SUBDOMAIN_REGEX_MSG))
+        causes.append(bad(field, value, SUBDOMAIN_CASELESS_REGEX_MSG if covered else SUBDOMAIN_REGEX_MSG))
     return causes
 
 

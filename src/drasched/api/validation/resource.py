@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from drasched.api.errors import Cause
+from drasched.api.resource import DeviceRequest, DeviceSubRequest
+from drasched.api.validation.gojson import go_ordered
 from drasched.api.validation.metadata import check_template_metadata
 from drasched.api.validation.names import (
     as_list,
@@ -153,8 +155,8 @@ def _validate_device_request(path: str, req: Obj) -> list[Cause]:
             spath = f"{path}.firstAvailable[{j}]"
             causes += check_label(f"{spath}.name", sub.get("name"))
             causes += _check_request_body(spath, sub)
-            if sub.get("name") in seen:
-                causes.append(duplicate(spath, sub.get("name")))
+            if sub.get("name") in seen:  # 1.37: +k8s:unique=map, the whole subrequest
+                causes.append(duplicate(spath, go_ordered(sub, DeviceSubRequest)))
             seen.add(sub.get("name"))
         return causes
     if not isinstance(exactly, dict):
@@ -204,7 +206,7 @@ def _check_opaque_config(path: str, config: Obj) -> list[Cause]:
     opaque = config.get("opaque")
     if not isinstance(opaque, dict):
         return [required(f"{path}.opaque")]
-    causes = check_driver_name(f"{path}.opaque.driver", opaque.get("driver"))
+    causes = check_driver_name(f"{path}.opaque.driver", opaque.get("driver"), covered=True)
     params = opaque.get("parameters")
     if params is None:
         causes.append(required(f"{path}.opaque.parameters"))
@@ -228,8 +230,8 @@ def _validate_claim_spec(spec: Any, path: str) -> list[Cause]:
         for i, req in dict_items(requests):
             rpath = f"{path}.devices.requests[{i}]"
             causes += _validate_device_request(rpath, req)
-            if req.get("name") in seen:
-                causes.append(duplicate(rpath, req.get("name")))
+            if req.get("name") in seen:  # 1.37: +k8s:unique=map, the whole request
+                causes.append(duplicate(rpath, go_ordered(req, DeviceRequest)))
             seen.add(req.get("name"))
     names = _request_names(requests)
     constraints = as_list(devices.get("constraints"))
@@ -301,7 +303,7 @@ def _check_allocation(allocation: Any, names: dict[str, set[Any]]) -> list[Cause
     for i, result in dict_items(results):
         rpath = f"{path}.results[{i}]"
         causes += _check_request_ref(f"{rpath}.request", result.get("request"), names)
-        causes += check_driver_name(f"{rpath}.driver", result.get("driver"))
+        causes += check_driver_name(f"{rpath}.driver", result.get("driver"), covered=True)
         causes += check_pool_name(f"{rpath}.pool", result.get("pool"))
         causes += check_label(f"{rpath}.device", result.get("device"))
     causes += check_node_selector(allocation.get("nodeSelector"), "status.allocation.nodeSelector")
@@ -330,9 +332,22 @@ def validate_device_class(obj: Obj) -> list[Cause]:
         for i, config in dict_items(configs):
             causes += _check_opaque_config(f"spec.config[{i}]", config)
     name = spec.get("extendedResourceName")
-    if isinstance(name, str) and not is_extended_resource_name(name):
-        causes.append(bad("spec.extendedResourceName", name, "must be a valid extended resource name"))
+    if isinstance(name, str):
+        causes += [bad("spec.extendedResourceName", name, m) for m in extended_resource_name_errors(name)]
     return causes
+
+
+def extended_resource_name_errors(name: str) -> list[str]:
+    """The declarative ``k8s-extended-resource-name`` format (apimachinery ``validate.ExtendedResourceName``,
+    1.37), in its order and words."""
+    errors = []
+    if "/" not in name:
+        errors.append("a name must be a domain-prefixed path, such as 'example.com/my-prop'")
+    elif "kubernetes.io/" in name:
+        errors.append('must not have "kubernetes.io/" domain')
+    if name.startswith("requests."):
+        errors.append('must not have "requests." prefix')
+    return errors + qualified_name_errors(f"requests.{name}")
 
 
 def is_extended_resource_name(name: str) -> bool:

@@ -112,8 +112,8 @@ def validate_job(obj: Obj) -> list[Cause]:
     name = (obj.get("metadata") or {}).get("name")
     if isinstance(name, str) and len(name) > 63:
         # jobStrategy.PrepareForCreate labels the template with the name twice (job-name and
-        # batch.kubernetes.io/job-name), then the labels are validated: one error per label
-        causes += [bad("spec.template.labels", name, "must be no more than 63 bytes")] * 2
+        # batch.kubernetes.io/job-name); 1.37 reports the too-long value once (1.36 twice)
+        causes.append(bad("spec.template.labels", name, "must be no more than 63 bytes"))
     causes += check_pod_failure_policy(spec, template_spec if isinstance(template_spec, dict) else {})
     causes += check_pod_replacement_policy(spec)
     if spec.get("manualSelector") is True:  # else the server generates the selector from the Job's uid
