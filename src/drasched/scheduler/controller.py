@@ -34,6 +34,8 @@ _R = TypeVar("_R")
 
 
 REFUSED_BACKOFF = timedelta(minutes=1)
+WRITE_RETRY_SECONDS = 1.0
+"""After a cycle whose writes failed, the next cycle runs this soon even if nothing changes."""
 MAX_PARKED_SECONDS = 300
 """A gang that failed is tried again after this long even if nothing freed anything (upstream:
 ``podMaxInUnschedulablePodsDuration``, 5 minutes)."""
@@ -128,6 +130,8 @@ class SchedulerController:
         self._parked: dict[str, tuple[tuple[Any, ...], int, datetime]] = {}
         """Gang key -> (the gang as it failed, the builder's ``freed`` then, when to try it anyway)."""
         self._parked_wake: datetime | None = None
+        self._write_failures = 0
+        """Writes of the current cycle the API server refused (counted across the write workers)."""
         """The earliest minRuntime end seen while gangs were parked: every gang is tried then."""
 
     def reconcile(self, ctx: ControllerContext) -> bool:
@@ -152,17 +156,32 @@ class SchedulerController:
         snap = self._without_parked(snap, now)
         self._refused = {uid: until for uid, until in self._refused.items() if until > now}
         result = run_cycle(snap, self.config, format_time(now), avoid=frozenset(self._refused))
-        self._park(snap, result, now)
         self.last = result
         self.cycles += 1
-        if self._parked and result.wake_at is not None:
-            # A parked gang is not tried, so it notes no wake-up of its own: keep the one it was parked with.
-            self._parked_wake = min(result.wake_at, self._parked_wake or result.wake_at)
         self._wake = min((t for t in (result.wake_at, self._parked_wake, *snap.backing_off.values()) if t is not None),
                          default=None)
         if self._wake is not None:
             ctx.wake_at(self._wake)
-        return self._write(ctx, snap, result)
+        self._write_failures = 0
+        try:
+            wrote = self._write(ctx, snap, result)
+        except Exception:
+            self._retry_soon(ctx, now)  # the writes were cut short (the API server, the lease): decide again
+            raise
+        if self._write_failures:
+            self._retry_soon(ctx, now)  # a refused write changes nothing the cache would see
+        else:
+            # Parked only once their conditions are written: a gang is not left waiting unreported.
+            self._park(snap, result, now)
+            if self._parked and result.wake_at is not None:
+                # A parked gang is not tried, so it notes no wake-up of its own: keep the one it was parked with.
+                self._parked_wake = min(result.wake_at, self._parked_wake or result.wake_at)
+        return wrote
+
+    def _retry_soon(self, ctx: ControllerContext, now: datetime) -> None:
+        retry = now + timedelta(seconds=WRITE_RETRY_SECONDS)
+        self._wake = retry if self._wake is None else min(self._wake, retry)
+        ctx.wake_at(retry)
 
     def _without_parked(self, snap: Snapshot, now: datetime) -> Snapshot:
         """Leave out the gangs that failed and that nothing has helped since: the same gang
@@ -218,6 +237,7 @@ class SchedulerController:
             except NotFound:
                 pass
             except ApiError as exc:
+                self._write_failures += 1
                 ctx.decide(self.name, "error", br, f"cannot delete failed BindRequest: {exc.message}")
         for br, placement, error in self._create_all(store, result.bind_requests, result.placements):
             if error is None:
@@ -227,6 +247,7 @@ class SchedulerController:
                 ctx.decide(self.name, "place", placement.pod.obj,
                            f"node {br['spec']['selectedNode']}" + (f"; claims {claims}" if claims else "") + ext)
             elif not isinstance(error, AlreadyExists):
+                self._write_failures += 1
                 ctx.decide(self.name, "error", placement.pod.obj, f"cannot create BindRequest: {error.message}")
         wrote |= self._evict(ctx, result)
         nominated = {pod.key: node for pod, node in result.nominations}
@@ -329,7 +350,8 @@ class SchedulerController:
         try:
             ctx.store.patch(kinds.POD, md["name"], md["namespace"], patch, subresource="status")
         except ApiError:
-            return False  # changed meanwhile (or gone): the next cycle decides again
+            self._write_failures += 1
+            return False  # changed meanwhile, gone, or refused: the next cycle decides again
         if "nominatedNodeName" in status:
             node = status["nominatedNodeName"]
             ctx.decide(self.name, "nominate", pod, f"node {node}" if node else "nomination cleared")

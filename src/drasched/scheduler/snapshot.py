@@ -155,9 +155,8 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
-_PATCHED_KINDS = frozenset({kinds.POD.kind, kinds.BIND_REQUEST.kind, kinds.POD_GROUP.kind, kinds.QUEUE.kind,
-                            kinds.RESOURCE_CLAIM.kind, kinds.NODE.kind, kinds.POD_DISRUPTION_BUDGET.kind,
-                            kinds.CONFIG_MAP.kind})
+_PATCHED_KINDS = frozenset({kinds.POD, kinds.BIND_REQUEST, kinds.POD_GROUP, kinds.QUEUE, kinds.RESOURCE_CLAIM,
+                            kinds.NODE, kinds.POD_DISRUPTION_BUDGET, kinds.CONFIG_MAP})
 """Kinds whose changes the builder applies in place (a node only while what the scheduler reads
 of it stays: its kubelet's heartbeats); a change of any other kind (slices, classes, templates,
 ...) builds the world again from the cache."""
@@ -284,7 +283,7 @@ class SnapshotBuilder:
         for rt in cache.watched:
             if cache.kind_generation(rt) <= since:
                 continue
-            if rt.kind not in _PATCHED_KINDS:
+            if rt not in _PATCHED_KINDS:
                 return None
             keys = cache.changed_since(rt, since)
             if keys is None:
@@ -565,7 +564,9 @@ class SnapshotBuilder:
                 return False  # a resource no row stands for yet
             parsed[key] = p
         pods = w.pods
-        if dirty_pods or kinds.BIND_REQUEST.kind in changed:
+        if dirty_pods or claim_keys or kinds.BIND_REQUEST.kind in changed:
+            # What BindRequests assume depends on pods, on the requests, and on the claims
+            # (a reservation a claim's status already holds is not assumed twice).
             view: Mapping[str, PodInfo | None] = ChainMap(parsed, pods)  # type: ignore[arg-type]
             assumed, stale, assumed_alloc, assumed_res = _bind_requests(cache, view)
             assumed_res = _kept(assumed_res)

@@ -337,3 +337,26 @@ def test_a_forked_allocated_state_leaves_the_kept_one_as_it_was() -> None:
     assert kept.devices() == {(CLASS, "a", "dev-0")} and kept.devices_in_pool(pool) == ["dev-0"]
     assert fork.devices() == {(CLASS, "a", "dev-1")} and fork.devices_in_pool(pool) == ["dev-1"]
     assert fork.pool_version(pool) > kept.pool_version(pool)  # the allocator's counter memo sees the change
+
+
+def test_a_reservation_the_binder_writes_is_no_longer_assumed_from_the_bind_request() -> None:
+    """The binder writes the claim's allocation and reservedFor before it binds the pod: from
+    then on the BindRequest's reservation is in the claim's status and not assumed twice."""
+    w = World([device_class(), node("a", cpu="8"), resource_slice("a", 2), queue("q1"), claim("c1"),
+               pod("p", cpu="1", queue="q1", claims=[{"name": "gpu", "resourceClaimName": "c1"}])])
+    result = w.cycle()
+    [br] = result.bind_requests
+    w.store.create(br)
+    w.snapshot()
+    entry = br["spec"]["resourceClaimAllocations"][0]
+    c = w.store.get(kinds.RESOURCE_CLAIM, "c1", "default")
+    c["status"] = {"allocation": entry["allocation"], "reservedFor": [entry["reservedFor"]]}
+    w.store.update_status(c)
+    w.cache.sync(w.store)
+    w.builder.build(w.cache)
+    fresh = SnapshotBuilder(w.config)
+    fresh.build(w.cache)
+    assert w.builder._world is not None and fresh._world is not None
+    check_same_world(w.builder._world, fresh._world)
+    assert w.builder._world.assumed_res == {}
+    assert len(w.builder._world.claims["default/c1"].reserved_for) == 1

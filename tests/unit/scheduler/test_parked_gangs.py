@@ -8,9 +8,12 @@ failed gang worth trying again; a pod that finishes does.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from drasched.api import kinds
+from drasched.api.errors import ApiError
 from drasched.scheduler.config import SchedulerConfig
-from drasched.scheduler.controller import MAX_PARKED_SECONDS, SchedulerController
+from drasched.scheduler.controller import MAX_PARKED_SECONDS, WRITE_RETRY_SECONDS, SchedulerController
 from drasched.sim.clock import VirtualClock
 from drasched.sim.context import SimContext
 from drasched.store.memory import MemoryStore
@@ -68,3 +71,31 @@ def test_after_five_minutes_it_is_tried_anyway() -> None:
     ctx.store.create(_pod("small", "1"))
     sched.reconcile(ctx)
     assert _tried(sched) == {"small", "pod:default/big"}
+
+
+def test_a_gang_whose_condition_write_was_refused_is_not_parked_and_is_tried_again_soon() -> None:
+    """The API server refused the PodScheduled write (restarting): nothing in the cache changes,
+    so the scheduler must come back by itself, and must not park a gang it could not report."""
+    clock = VirtualClock()
+    store = MemoryStore(clock=clock.now, auto_namespaces=True)
+    ctx = SimContext(store, clock)
+    store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+                  "status": {"allocatable": {"cpu": "1", "memory": "8Gi", "pods": "110"}}})
+    store.create(_pod("big", "2"))
+    store.create({"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "Queue", "metadata": {"name": "default"},
+                  "spec": {}})
+    sched = SchedulerController(SchedulerConfig())
+    real_patch = store.patch
+
+    def refuse(*args: object, **kwargs: object) -> object:
+        raise ApiError("the server is restarting", code=503, reason="ServiceUnavailable")
+
+    store.patch = refuse  # type: ignore[method-assign]
+    sched.reconcile(ctx)
+    assert sched._parked == {}
+    assert ctx.next_wakeup() == clock.now() + timedelta(seconds=WRITE_RETRY_SECONDS)
+    store.patch = real_patch  # type: ignore[method-assign]
+    clock.advance(WRITE_RETRY_SECONDS)
+    sched.reconcile(ctx)
+    cond = store.get(kinds.POD, "big", "default")["status"]["conditions"]
+    assert [(c["type"], c["status"]) for c in cond] == [("PodScheduled", "False")]
