@@ -10,7 +10,6 @@ Each ``put_*`` replaces what the previous version of that object contributed.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
 from typing import Any
 
 from drasched.controllers.claimdecisions import claim_names_of
@@ -22,6 +21,7 @@ from drasched.controllers.claimutil import (
     pod_is_done,
     reserved_for,
 )
+from drasched.store.multiindex import MultiIndex
 
 Obj = dict[str, Any]
 Key = tuple[str, str]
@@ -32,55 +32,26 @@ MAX_DELETED_UIDS = 50_000
 thousands of pods, and an entry is a few dozen bytes)."""
 
 
-class _Multi:
-    """A many-to-many map: each source key contributes a set of index values."""
-
-    def __init__(self) -> None:
-        self.by_value: dict[Any, set[Key]] = {}
-        self.of: dict[Key, frozenset[Any]] = {}
-
-    def put(self, key: Key, values: Iterable[Any]) -> frozenset[Any]:
-        """Set ``key``'s values; returns the old ones."""
-        new = frozenset(values)
-        old = self.of.get(key, frozenset())
-        for v in old - new:
-            keys = self.by_value.get(v)
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del self.by_value[v]
-        for v in new - old:
-            self.by_value.setdefault(v, set()).add(key)
-        if new:
-            self.of[key] = new
-        else:
-            self.of.pop(key, None)
-        return old
-
-    def keys_for(self, value: Any) -> set[Key]:
-        return set(self.by_value.get(value, ()))
-
-
 def _md(obj: Obj) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
 class ClaimControllerIndex:
     def __init__(self) -> None:
-        self.pods_by_claim = _Multi()
+        self.pods_by_claim: MultiIndex[Key, Key] = MultiIndex()
         """Values (namespace, claim name)."""
-        self.pods_by_template = _Multi()
+        self.pods_by_template: MultiIndex[Key, Key] = MultiIndex()
         """Values (namespace, template name)."""
-        self.pods_by_group = _Multi()
+        self.pods_by_group: MultiIndex[Key, Key] = MultiIndex()
         """Values (namespace, group name)."""
-        self.live_group_pods = _Multi()
+        self.live_group_pods: MultiIndex[Key, Key] = MultiIndex()
         """Values (namespace, group name) for pods of the group that are not done."""
         self.pod_uid: dict[Key, str] = {}
-        self.claims_by_owner = _Multi()
+        self.claims_by_owner: MultiIndex[Key, Any] = MultiIndex()
         """Values: controlling owner uid."""
-        self.claims_by_consumer = _Multi()
+        self.claims_by_consumer: MultiIndex[Key, Any] = MultiIndex()
         """Values: uid of each ``reservedFor`` entry."""
-        self.group_holds = _Multi()
+        self.group_holds: MultiIndex[Key, Any] = MultiIndex()
         """Values: uid of each PodGroup an allocated claim is reserved for."""
         self.group_by_uid: dict[str, Key] = {}
         self.group_uid: dict[Key, str] = {}

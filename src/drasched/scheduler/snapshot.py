@@ -398,7 +398,7 @@ class SnapshotBuilder:
         if p is None:
             w.pods.pop(key, None)
             w.pod_claims.pop(key, None)
-            _set_deps(w, key, set())
+            w.claim_users.put(key, ())
             assert w.ledger is not None
             w.ledger.set_pod(key, None, {})
             return nodes, groups
@@ -430,7 +430,7 @@ class SnapshotBuilder:
                 if w.group_of.get(p.key) is None:
                     w.ledger.set_pod(p.key, None, {})
                     w.pod_claims.pop(p.key, None)
-                    _set_deps(w, p.key, set())
+                    w.claim_users.put(p.key, ())
             return
         members = sorted((w.pods[k] for k in keys), key=member_order)
         g = build_group(gkey, members, pgs.get(gkey) if members[0].group_label else None, w.assumed, w.prio,
@@ -445,10 +445,10 @@ class SnapshotBuilder:
             if p.claim_entries and not p.terminal:
                 w.pod_claims[p.key] = resolve_pod_claims(p.namespace, p.obj, p.uid, p.claim_entries, g.obj,
                                                          g.claim_entries, w.claims, templates)
-                _set_deps(w, p.key, named_claims(p.namespace, p.obj, p.claim_entries, g.obj))
+                w.claim_users.put(p.key, named_claims(p.namespace, p.obj, p.claim_entries, g.obj))
             else:
                 w.pod_claims.pop(p.key, None)
-                _set_deps(w, p.key, set())
+                w.claim_users.put(p.key, ())
             usage = None
             if g.queue in w.tree.queues:
                 keys_of = [c.key for c in w.pod_claims.get(p.key, ()) if c.key]
@@ -458,7 +458,7 @@ class SnapshotBuilder:
             if w.group_of.get(p.key) is None:  # left every group (gone, or no longer ours)
                 w.ledger.set_pod(p.key, None, {})
                 w.pod_claims.pop(p.key, None)
-                _set_deps(w, p.key, set())
+                w.claim_users.put(p.key, ())
 
     def _patch_claims(self, w: World, cache: SchedulerCache, keys: set[str]) -> set[str]:
         """Build the changed claims again, move their devices in or out; the pods that name them."""
@@ -482,7 +482,7 @@ class SnapshotBuilder:
                 w.claims[key] = new
             touched_extended |= bool(old is not None and old.extended) or bool(new is not None and new.extended)
             w.ledger.set_claim(key, new.demand if new is not None else {})
-            pods |= w.claim_pods.get(key, set())
+            pods |= w.claim_users.keys_for(key)
         if touched_extended:
             w.owned = extended_claims_by_owner(w.claims)
         return pods
@@ -645,21 +645,6 @@ class SnapshotBuilder:
             pending_groups=tuple(sorted(pending, key=lambda g: g.key)), deleting=w.deleting,
             mismatched=tuple(w.groups[k] for k in sorted(w.mismatched)), freed=self.freed,
         )
-
-
-def _set_deps(w: World, pod: str, keys: set[str]) -> None:
-    """Record which claims pod ``pod`` resolves (so a change of one resolves it again)."""
-    old = w.pod_deps.pop(pod, set())
-    for k in old - keys:
-        users = w.claim_pods.get(k)
-        if users is not None:
-            users.discard(pod)
-            if not users:
-                del w.claim_pods[k]
-    for k in keys - old:
-        w.claim_pods.setdefault(k, set()).add(pod)
-    if keys:
-        w.pod_deps[pod] = keys
 
 
 class _ClaimDemand(Mapping[str, Mapping[str, float]]):

@@ -24,6 +24,7 @@ from drasched.scheduler.podinfo import NodeInfo, PodInfo
 from drasched.scheduler.queues import QueueTree
 from drasched.scheduler.resources import ResourceIndex
 from drasched.scheduler.usage import ALLOCATED, REQUESTED, PodUsage, UsageLedger
+from drasched.store.multiindex import MultiIndex
 
 Obj = dict[str, Any]
 _BOTH = (REQUESTED, ALLOCATED)
@@ -83,10 +84,8 @@ class World:
     deleting: dict[str, PodInfo] = field(default_factory=dict)
     """Pods being deleted, not finished yet (those bound hold their node until they are gone)."""
     ledger: UsageLedger | None = None
-    pod_deps: dict[str, set[str]] = field(default_factory=dict)
-    """Pod key -> the claims its resolution looked up."""
-    claim_pods: dict[str, set[str]] = field(default_factory=dict)
-    """Claim key -> the pods whose resolution looked it up (resolved again when it changes)."""
+    claim_users: MultiIndex[str, str] = field(default_factory=MultiIndex)
+    """Pod key -> the claims its resolution looked up (a pod is resolved again when one changes)."""
 
 
 def counted_node(pod: PodInfo, assumed: Mapping[str, str], node_pos: Mapping[str, int]) -> int | None:

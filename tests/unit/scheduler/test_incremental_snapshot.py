@@ -16,7 +16,7 @@ import pytest
 from drasched.api import kinds
 from drasched.dra.allocated_state import AllocatedState
 from drasched.scheduler.cache import SchedulerCache
-from drasched.scheduler.cycle import run_cycle
+from drasched.scheduler.cycle import CycleResult, run_cycle
 from drasched.scheduler.groups import GroupInfo
 from drasched.scheduler.queues import build_queue_tree
 from drasched.scheduler.snapshot import SnapshotBuilder
@@ -173,6 +173,24 @@ def _random_step(w: World, rng: random.Random, step: int) -> None:
         w.store.update(p)
 
 
+def _kept_and_fresh_agree(w: World) -> CycleResult:
+    """Build in place and from scratch: the worlds are equal, and a cycle on either snapshot
+    places the same pods on the same nodes with the same claims and messages."""
+    w.cache.sync(w.store)
+    kept = w.builder.build(w.cache)
+    fresh_builder = SnapshotBuilder(w.config)
+    fresh = fresh_builder.build(w.cache)
+    assert w.builder._world is not None and fresh_builder._world is not None
+    check_same_world(w.builder._world, fresh_builder._world)
+    now = "2026-01-01T00:00:00Z"
+    a, b = run_cycle(kept, w.config, now), run_cycle(fresh, w.config, now)
+    assert [(p.pod.key, p.node, p.claims) for p in a.placements] == \
+           [(p.pod.key, p.node, p.claims) for p in b.placements]
+    assert [(p.key, c["message"]) for p, c in a.pod_conditions] == \
+           [(p.key, c["message"]) for p, c in b.pod_conditions]
+    return a
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_random_changes_give_the_world_and_the_decisions_of_a_full_build(seed: int) -> None:
     """Every step: the world kept in place equals one built from scratch, and a cycle on either
@@ -185,18 +203,8 @@ def test_random_changes_give_the_world_and_the_decisions_of_a_full_build(seed: i
     full_builds = w.builder.full_builds
     for step in range(60):
         _random_step(w, rng, step)
-        w.cache.sync(w.store)
-        kept = w.builder.build(w.cache)
-        fresh_builder = SnapshotBuilder(w.config)
-        fresh = fresh_builder.build(w.cache)
-        assert w.builder._world is not None and fresh_builder._world is not None
-        check_same_world(w.builder._world, fresh_builder._world)
-        now = "2026-01-01T00:00:00Z"
-        a, b = run_cycle(kept, w.config, now), run_cycle(fresh, w.config, now)
-        assert [(p.pod.key, p.node) for p in a.placements] == [(p.pod.key, p.node) for p in b.placements]
-        assert [(p.key, c["message"]) for p, c in a.pod_conditions] == \
-               [(p.key, c["message"]) for p, c in b.pod_conditions]
-        for br in a.bind_requests:  # the cycle's placements land, as the binder would write them
+        result = _kept_and_fresh_agree(w)
+        for br in result.bind_requests:  # the cycle's placements land, as the binder would write them
             _bind(w, br["spec"]["podName"], br["spec"]["selectedNode"])
     assert w.builder.full_builds == full_builds  # pods and PodGroups only: never a full build
 
@@ -239,16 +247,7 @@ def test_random_claim_changes_give_the_world_and_the_decisions_of_a_full_build(s
     full_builds = w.builder.full_builds
     for step in range(50):
         _claim_step(w, rng, step)
-        w.cache.sync(w.store)
-        kept = w.builder.build(w.cache)
-        fresh_builder = SnapshotBuilder(w.config)
-        fresh = fresh_builder.build(w.cache)
-        assert w.builder._world is not None and fresh_builder._world is not None
-        check_same_world(w.builder._world, fresh_builder._world)
-        now = "2026-01-01T00:00:00Z"
-        a, b = run_cycle(kept, w.config, now), run_cycle(fresh, w.config, now)
-        assert [(p.pod.key, p.node, p.claims) for p in a.placements] == \
-               [(p.pod.key, p.node, p.claims) for p in b.placements]
+        _kept_and_fresh_agree(w)
     assert w.builder.full_builds == full_builds  # claims and pods: never a full build
 
 
