@@ -16,7 +16,7 @@ from drasched.api.errors import ApiError, NotFound
 from drasched.api.eventname import event_name
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time
-from drasched.serve.eventcorrelator import EventCorrelator
+from drasched.serve.eventcorrelator import EventCorrelator, spam_key
 from drasched.serve.metrics import Metrics
 from drasched.store.base import ClusterStore
 from drasched.store.informer import CachedReads, InformedStore, SharedInformers, shared_informers
@@ -33,14 +33,20 @@ class EventWriter:
     cap scheduling throughput at the API server's latency. A full queue drops the Event
     with a warning rather than stall the loop; :meth:`close` writes what is queued first.
     ``writers=0`` writes on the caller's thread (the single-threaded serve loop).
+
+    Each writer has its own queue, and every Event about one object (from one source) goes to
+    the same writer, so they are written in order, one after another, as client-go's single
+    recording goroutine writes them: a repeat is counted on the Event its first occurrence
+    created, never created a second time by a writer that did not see the first one land.
     """
 
     def __init__(self, store: ClusterStore, writers: int = 2, queue_size: int = 10_000,
                  correlator: EventCorrelator | None = None) -> None:
         self.store = store
-        self._queue: queue.Queue[Obj | None] = queue.Queue(queue_size)
+        self._queues: list[queue.Queue[Obj | None]] = [queue.Queue(queue_size) for _ in range(writers)]
         self.correlator = correlator or EventCorrelator()
-        self._threads = [threading.Thread(target=self._run, name=f"events-{i}", daemon=True) for i in range(writers)]
+        self._threads = [threading.Thread(target=self._run, args=(q,), name=f"events-{i}", daemon=True)
+                         for i, q in enumerate(self._queues)]
         for t in self._threads:
             t.start()
 
@@ -49,14 +55,14 @@ class EventWriter:
             self._write(ev)
             return
         try:
-            self._queue.put_nowait(ev)
+            self._queues[hash(spam_key(ev)) % len(self._queues)].put_nowait(ev)
         except queue.Full:
             log.warning("event queue full: dropped event %s on %s", ev.get("reason"),
                         (ev.get("involvedObject") or {}).get("name"))
 
-    def _run(self) -> None:
+    def _run(self, events: queue.Queue[Obj | None]) -> None:
         while True:
-            ev = self._queue.get()
+            ev = events.get()
             try:
                 if ev is None:
                     return
@@ -65,7 +71,7 @@ class EventWriter:
                 log.exception("could not write event %s on %s", ev.get("reason") if ev else None,
                               ((ev or {}).get("involvedObject") or {}).get("name"))
             finally:
-                self._queue.task_done()
+                events.task_done()
 
     def _write(self, ev: Obj) -> None:
         """Create the Event, or count one more of an Event already written (client-go's correlator)."""
@@ -88,12 +94,13 @@ class EventWriter:
 
     def flush(self) -> None:
         """Wait until every queued Event is written."""
-        self._queue.join()
+        for q in self._queues:
+            q.join()
 
     def close(self) -> None:
         """Write what is queued, then stop the writer threads."""
-        for _ in self._threads:
-            self._queue.put(None)
+        for q in self._queues:
+            q.put(None)
         for t in self._threads:
             t.join(30)
 

@@ -133,3 +133,23 @@ def test_the_single_threaded_serve_loop_counts_repeated_events_too() -> None:
         ctx.event(pod, "Warning", "FailedScheduling", "no room")
     (ev,) = store.list(kinds.EVENT, "default").items
     assert ev["count"] == 3
+
+
+def test_repeats_written_while_the_first_create_is_in_flight_count_on_one_event() -> None:
+    """client-go writes a recorder's Events from one goroutine; with several writer threads the
+    Events about one object still go one after another, so a repeat never creates a twin."""
+    import time
+
+    class SlowCreates(MemoryStore):
+        def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+            time.sleep(0.2)  # the first Event is still on its way when the repeats are taken
+            return super().create(obj)
+
+    store = SlowCreates()
+    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    w = EventWriter(store, writers=4)
+    for i in range(4):
+        w.put(_event("no room", f"2026-01-01T00:00:0{i}Z"))
+    w.close()
+    (ev,) = store.list(kinds.EVENT, "default").items
+    assert ev["count"] == 4
