@@ -32,9 +32,9 @@ own: the pod's binding is the record (the scheduler counts a BindRequest only wh
 is unbound, and an attempt that finds the pod on ``selectedNode`` is done), so
 ``drasched serve`` skips the ``Succeeded`` status write, one API write per pod
 (``record_success=False``; the BindRequest goes with its pod, its owner, through garbage
-collection). ``drasched simulate`` keeps it, for the output's record. A pod found already
-bound by an earlier attempt or process gets no second ``Scheduled`` event, so a restarted
-binder that walks the old BindRequests writes nothing for them.
+collection). ``drasched simulate`` keeps it, for the output's record. Without it, a pod
+found already bound by an earlier attempt or process gets no second ``Scheduled`` event, so
+a restarted binder that walks the old BindRequests writes nothing for them.
 """
 
 from __future__ import annotations
