@@ -205,6 +205,26 @@ def test_pod_spec_and_status_are_written_separately(store: ClusterStore, ns: str
     assert store.get(kinds.POD, "p", ns) == after_status
 
 
+def test_a_pod_status_write_cannot_strip_the_extended_resource_claim_status(store: ClusterStore, ns: str) -> None:
+    """1.37 (pkg/registry/core/pod/strategy.go, podStatusStrategy.PrepareForUpdate): a pods/status
+    write that leaves out or nulls a DRA status field keeps the stored one."""
+    obj = pod(ns, "p")
+    obj["spec"]["containers"][0]["resources"] = {"requests": {"example.com/gpu": "1"},
+                                                 "limits": {"example.com/gpu": "1"}}
+    created = store.create(obj)
+    ext = {"requestMappings": [{"containerName": "main", "resourceName": "example.com/gpu",
+                                "requestName": "container-0-request-0"}],
+           "resourceClaimName": "p-extended-resources-x7k2q"}
+    written = store.patch(kinds.POD, "p", ns, {"status": {"extendedResourceClaimStatus": ext}}, subresource="status")
+    assert written["status"]["extendedResourceClaimStatus"] == ext
+    stripped = copy.deepcopy(written)
+    del stripped["status"]["extendedResourceClaimStatus"]
+    assert store.update_status(stripped)["status"]["extendedResourceClaimStatus"] == ext
+    nulled = store.patch(kinds.POD, "p", ns, {"status": {"extendedResourceClaimStatus": None}}, subresource="status")
+    assert nulled["status"]["extendedResourceClaimStatus"] == ext
+    assert created["metadata"]["uid"] == nulled["metadata"]["uid"]
+
+
 def test_claim_spec_and_status_are_written_separately(store: ClusterStore, ns: str) -> None:
     created = store.create(claim(ns, "c"))
     assert created["status"] == {}  # the real server always writes the (empty) status struct

@@ -303,6 +303,8 @@ class MemoryStore:
                 merged["status"] = new["status"]
             else:
                 merged.pop("status", None)
+            if rt is kinds.POD:
+                _keep_dra_pod_status(merged, current)
             new = merged
             validation.validate_status(new, rt)
             if rt is kinds.RESOURCE_CLAIM:
@@ -527,6 +529,19 @@ def _decoded_copy(obj: Obj, rt: ResourceType) -> Obj:
                          "nested too deeply", rt.kind) from None
     decode_object(own, rt)
     return own
+
+
+POD_DRA_STATUS_FIELDS = ("resourceClaimStatuses", "extendedResourceClaimStatus", "nodeAllocatableResourceClaimStatuses")
+
+
+def _keep_dra_pod_status(new: Obj, current: Obj) -> None:
+    """1.37's ``podStatusStrategy.PrepareForUpdate``: a pods/status write that leaves out (or
+    nulls) a DRA status field keeps the stored one, so old clients cannot strip it; an empty
+    list still clears a list field."""
+    old = current.get("status") or {}
+    for field in POD_DRA_STATUS_FIELDS:
+        if (new.get("status") or {}).get(field) is None and old.get(field) is not None:
+            new.setdefault("status", {})[field] = clone(old[field])
 
 
 def _graceful_seconds(rt: ResourceType, obj: Obj, requested: int | None) -> int:
