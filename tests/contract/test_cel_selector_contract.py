@@ -128,7 +128,7 @@ def test_selectors_within_the_limits_are_accepted(store: ClusterStore, ns: str) 
     ]["expression"] == bounded
 
 
-# Messages as kube-apiserver 1.36.3 writes them (cel-go's positions: an operator's token, a
+# Messages as kube-apiserver 1.36.3 and 1.37.2 write them (cel-go's positions: an operator's token, a
 # select's '.', a call's '('; ANTLR's syntax errors), checked word for word on both stores.
 EXACT = [
     ('!-device.driver.size() == 1', "1:3: Syntax error: no viable alternative at input '-device'", 2),

@@ -1,6 +1,6 @@
 """The ClusterStore contract: one suite, run on the memory store and on a real kube-apiserver.
 
-Every expectation here was first checked against kube-apiserver v1.36.3; the memory store
+Every expectation here was first checked against kube-apiserver v1.36.3, and holds on v1.37.2; the memory store
 is right when it passes the same tests. Facts learned along the way are written down in
 docs/testing.md ("Real API server behaviour we rely on").
 """

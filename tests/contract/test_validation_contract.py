@@ -541,7 +541,7 @@ RULES = [
 ACCEPTED = [
     # count is omitempty: 0 is "unset" on the wire and defaults to 1 (SetDefaults_ExactDeviceRequest)
     Rule("claim-count-zero", claim, at("spec.devices.requests.0.exactly.count", 0), f"{T}.count", ""),
-    # v1.36.3 enforces no limit on a request's tolerations (the v1 type's maxItems=16 is declarative only)
+    # v1.36.3 and v1.37.2 enforce no limit on a request's tolerations (the v1 type's maxItems=16 is declarative only)
     Rule("claim-17-tolerations", claim, with_many_tolerations, f"{T}.tolerations", ""),
     # a claim or template without a spec requests nothing, which upstream allows
     Rule("claim-without-spec", claim, at("spec", None), "spec", ""),
