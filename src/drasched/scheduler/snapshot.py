@@ -557,7 +557,8 @@ class SnapshotBuilder:
             obj = cache.get(kinds.POD, key)
             if obj is None:
                 parsed[key] = None
-                self._pods.pop(key, None)
+                self._pods.pop(key, None)  # the memos forget a pod that is gone (they hold its object)
+                self._demands.pop(key, None)
                 continue
             p = self._parse(key, obj, w.prio)
             if any(r not in w.index.pos for r in p.requests):

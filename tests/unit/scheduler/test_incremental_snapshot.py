@@ -359,3 +359,18 @@ def test_a_reservation_the_binder_writes_is_no_longer_assumed_from_the_bind_requ
     check_same_world(w.builder._world, fresh._world)
     assert w.builder._world.assumed_res == {}
     assert len(w.builder._world.claims["default/c1"].reserved_for) == 1
+
+
+def test_pods_that_come_and_go_leave_nothing_behind_in_the_builder() -> None:
+    """Serve runs for months: what the builder remembers per pod must go with the pod."""
+    w = World([node("a", cpu="64"), queue("q1"), pod("first", cpu="1", queue="q1")])
+    w.snapshot()
+    for i in range(40):
+        w.store.create(pod(f"p{i}", cpu="1", queue="q1"))
+        w.cycle()
+        w.store.delete(kinds.POD, f"p{i}", "default")
+    w.snapshot()
+    world = w.builder._world
+    assert world is not None and set(world.pods) == {"default/first"}
+    assert set(w.builder._pods) <= {"default/first"} and set(w.builder._demands) <= {"default/first"}
+    assert set(world.group_of) == {"default/first"} and set(world.groups) == {"pod:default/first"}
