@@ -537,6 +537,40 @@ class SnapshotBuilder:
                           self._pools_of[3])
         return True
 
+    def _patch_bind_requests(self, w: World, cache: SchedulerCache, parsed: dict[str, PodInfo | None],
+                             dirty_pods: set[str], claim_keys: set[str]) -> None:
+        """Read what pending BindRequests assume again (it depends on the pods, the requests and
+        the claims: a reservation a claim's status already holds is not assumed twice); the
+        pods and claims whose assumed state changed join ``dirty_pods`` and ``claim_keys``."""
+        pods = w.pods
+        view: Mapping[str, PodInfo | None] = ChainMap(parsed, pods)  # type: ignore[arg-type]
+        assumed, stale, assumed_alloc, assumed_res = _bind_requests(cache, view)
+        assumed_res = _kept(assumed_res)
+        claim_keys |= {k for k in assumed_alloc.keys() | w.assumed_alloc.keys()
+                       if assumed_alloc.get(k) != w.assumed_alloc.get(k)}
+        claim_keys |= {k for k in assumed_res.keys() | w.assumed_res.keys()
+                       if assumed_res.get(k) != w.assumed_res.get(k)}
+        w.assumed_alloc, w.assumed_res = assumed_alloc, assumed_res
+        for key in set(assumed) ^ set(w.assumed) | {k for k in assumed if w.assumed.get(k) != assumed[k]}:
+            if (current := view.get(key)) is not None:
+                dirty_pods.add(key)
+                parsed.setdefault(key, current)
+        w.assumed, w.stale = assumed, stale
+        if claim_keys:
+            for key in self._patch_claims(w, cache, claim_keys):
+                if key not in parsed and key in pods:
+                    dirty_pods.add(key)
+                    parsed[key] = pods[key]
+        br_allocations = bind_request_allocations(cache, view, w.assumed, w.owned)  # type: ignore[arg-type]
+        if br_allocations != w.br_allocations:
+            if any(a not in br_allocations for a in w.br_allocations):
+                self.freed += 1
+            for a in w.br_allocations:
+                self._hold(w, a, -1, gpu_units=False)
+            for a in br_allocations:
+                self._hold(w, a, 1, gpu_units=False)
+            w.br_allocations = br_allocations
+
     def _patch(self, w: World, cache: SchedulerCache, changed: dict[str, set[str]]) -> bool:
         """Apply the cache's changes to the world; False: a change it does not follow in place."""
         assert w.ledger is not None
@@ -566,37 +600,7 @@ class SnapshotBuilder:
             parsed[key] = p
         pods = w.pods
         if dirty_pods or claim_keys or kinds.BIND_REQUEST.kind in changed:
-            # What BindRequests assume depends on pods, on the requests, and on the claims
-            # (a reservation a claim's status already holds is not assumed twice).
-            view: Mapping[str, PodInfo | None] = ChainMap(parsed, pods)  # type: ignore[arg-type]
-            assumed, stale, assumed_alloc, assumed_res = _bind_requests(cache, view)
-            assumed_res = _kept(assumed_res)
-            claim_keys |= {k for k in assumed_alloc.keys() | w.assumed_alloc.keys()
-                           if assumed_alloc.get(k) != w.assumed_alloc.get(k)}
-            claim_keys |= {k for k in assumed_res.keys() | w.assumed_res.keys()
-                           if assumed_res.get(k) != w.assumed_res.get(k)}
-            w.assumed_alloc, w.assumed_res = assumed_alloc, assumed_res
-            for key in set(assumed) ^ set(w.assumed) | {k for k in assumed if w.assumed.get(k) != assumed[k]}:
-                if (current := view.get(key)) is not None:
-                    dirty_pods.add(key)
-                    parsed.setdefault(key, current)
-            w.assumed, w.stale = assumed, stale
-        if claim_keys:
-            for key in self._patch_claims(w, cache, claim_keys):
-                if key not in parsed and key in pods:
-                    dirty_pods.add(key)
-                    parsed[key] = pods[key]
-        if dirty_pods or claim_keys or kinds.BIND_REQUEST.kind in changed:
-            view = ChainMap(parsed, pods)  # type: ignore[arg-type]
-            br_allocations = bind_request_allocations(cache, view, w.assumed, w.owned)  # type: ignore[arg-type]
-            if br_allocations != w.br_allocations:
-                if any(a not in br_allocations for a in w.br_allocations):
-                    self.freed += 1
-                for a in w.br_allocations:
-                    self._hold(w, a, -1, gpu_units=False)
-                for a in br_allocations:
-                    self._hold(w, a, 1, gpu_units=False)
-                w.br_allocations = br_allocations
+            self._patch_bind_requests(w, cache, parsed, dirty_pods, claim_keys)
         nodes: set[int] = set()
         groups: set[str] = set(k for k in changed.get(kinds.POD_GROUP.kind, ()) if k in w.members)
         for key in dirty_pods:
