@@ -83,3 +83,18 @@ def _generated_selector_causes(spec: Obj, tmd: Obj, name: str, uid: str) -> list
         shown = {k: dict(sorted(v.items())) if isinstance(v, dict) else v for k, v in sorted(selector.items())}
         causes.append(bad("spec.selector", shown, "`selector` not auto-generated"))
     return causes
+
+
+def restorable_job(job: Obj) -> Obj:
+    """A Job as an output that restores a cluster writes it: a selector the server generated
+    from the Job's uid is kept with ``manualSelector: true``. A restore gets a new uid, and
+    the server refuses a generated-looking selector of another uid (`selector` not
+    auto-generated); kept by hand, it still selects the pods the output restores with it."""
+    spec = job.get("spec")
+    if job.get("kind") != "Job" or not isinstance(spec, dict) or spec.get("manualSelector") is True:
+        return job
+    uid = (job.get("metadata") or {}).get("uid")
+    match = (spec.get("selector") or {}).get("matchLabels") or {}
+    if uid and match.get(SELECTOR_LABEL) == uid:
+        spec["manualSelector"] = True
+    return job

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from drasched.api import kinds
 from drasched.api.errors import NotFound
+from drasched.api.job_strategy import restorable_job
 from drasched.api.kinds import ResourceType
 from drasched.store.base import ListResult
 
@@ -33,7 +34,7 @@ def clean(obj: Obj) -> Obj:
     md = obj.get("metadata") or {}
     for key in SERVER_MANAGED:
         md.pop(key, None)
-    return obj
+    return restorable_job(obj)
 
 
 def take_snapshot(store: Lister, kinds_to_read: Iterable[ResourceType] = kinds.ALL) -> list[Obj]:

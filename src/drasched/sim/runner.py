@@ -8,6 +8,7 @@ from typing import Any
 
 from drasched.api import kinds
 from drasched.api.errors import ApiError
+from drasched.api.job_strategy import restorable_job
 from drasched.control import Controller
 from drasched.sim.clock import VirtualClock
 from drasched.sim.context import SimContext
@@ -147,6 +148,7 @@ def simulate(
 
 
 def _for_output(obj: Obj) -> Obj:
-    """Drop the store's resourceVersion: the output restores a cluster, where the server sets it."""
+    """Drop the store's resourceVersion: the output restores a cluster, where the server sets it
+    (and a Job keeps its generated selector by hand, see :func:`restorable_job`)."""
     obj.get("metadata", {}).pop("resourceVersion", None)
-    return obj
+    return restorable_job(obj)
