@@ -38,6 +38,8 @@ class FaultProxy:
         self.counts: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._streams: set[tuple[BaseHTTPRequestHandler, httpx.Response]] = set()
+        self._watches_open = threading.Event()
+        self._watches_open.set()
         self._client = httpx.Client(verify=ssl.create_default_context(cafile=str(pki / "ca.crt")),
                                     timeout=httpx.Timeout(30.0, read=None), limits=httpx.Limits(max_connections=200))
         proxy = self
@@ -87,6 +89,8 @@ class FaultProxy:
         if len(body) < length:  # the connection was cut while the request came in
             _reset(h)
             return
+        if "watch=" in h.path:
+            self._watches_open.wait(timeout=60.0)  # held by hold_watches()
         fault = self._pick(h.command)
         if fault == "delay":
             time.sleep(self.rng.uniform(0.05, self.max_delay))
@@ -139,6 +143,14 @@ class FaultProxy:
     def open_streams(self) -> int:
         with self._lock:
             return len(self._streams)
+
+    def hold_watches(self) -> None:
+        """New watch requests wait until :meth:`release_watches` (the server is "away"): a
+        client cut off meanwhile cannot resume before what the test does next."""
+        self._watches_open.clear()
+
+    def release_watches(self) -> None:
+        self._watches_open.set()
 
     def cut_streams(self) -> int:
         """Reset every open watch stream, as a restarted load

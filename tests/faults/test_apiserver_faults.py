@@ -84,9 +84,16 @@ def test_etcd_compaction_makes_every_watch_relist(tmp_path: Path) -> None:
                 for _ in range(RESTARTS + 1):
                     time.sleep(2.0)
                     wait_for("serve to watch every kind", lambda: proxy.open_streams() >= len(SERVE_KINDS))
-                    cluster.compact()
-                    cluster.compact()  # past the marker too: no watch can resume at the compacted revision
-                    cuts += proxy.cut_streams()
+                    # Cut first and hold the reconnects until etcd has compacted: a busy watch
+                    # (pods, claims during the burst) would otherwise see an event newer than
+                    # the compaction before its cut and resume without a 410.
+                    proxy.hold_watches()
+                    try:
+                        cuts += proxy.cut_streams()
+                        cluster.compact()
+                        cluster.compact()  # past the marker too: no watch can resume at the compacted revision
+                    finally:
+                        proxy.release_watches()
                 burst.join()
                 settle(admin, SIZE.pods)
             finally:
