@@ -12,7 +12,8 @@ from drasched.api import kinds
 from drasched.api.errors import Gone, NotFound
 from drasched.binder.binder import SUCCEEDED, TERMINAL, Backoff, Binder, BindOutcome
 from drasched.control import ControllerContext
-from drasched.store.informer import KindFeed, clone
+from drasched.store.informer import KindFeed
+from drasched.store.wire import clone
 
 _Key = tuple[str, str]
 log = logging.getLogger(__name__)

@@ -124,16 +124,22 @@ class Snapshot:
 
     def pod_demand(self, pod: PodInfo) -> dict[str, float]:
         """A pod's container requests in accounting dimensions (claims are counted separately)."""
-        hit = self.demands.get(pod.key)
-        if hit is not None and hit[0] is pod:
-            return dict(hit[1])
-        dim_of = self.accounting.dim_of
-        out: dict[str, float] = {}
-        for r, v in pod.requests.items():
-            d = dim_of(r)
-            out[d] = out.get(d, 0.0) + v
-        self.demands[pod.key] = (pod, dict(out))
-        return out
+        return memo_demand(self.demands, pod, self.accounting)
+
+
+def memo_demand(memo: dict[str, tuple[PodInfo, dict[str, float]]], pod: PodInfo,
+                accounting: DeviceAccounting) -> dict[str, float]:
+    """A pod's container requests in accounting dimensions (a copy), memoised per pod version."""
+    hit = memo.get(pod.key)
+    if hit is not None and hit[0] is pod:
+        return dict(hit[1])
+    dim_of = accounting.dim_of
+    out: dict[str, float] = {}
+    for r, v in pod.requests.items():
+        d = dim_of(r)
+        out[d] = out.get(d, 0.0) + v
+    memo[pod.key] = (pod, dict(out))
+    return out
 
 
 @contextmanager
@@ -242,17 +248,8 @@ class SnapshotBuilder:
         return info
 
     def _pod_demand(self, pod: PodInfo) -> dict[str, float]:
-        hit = self._demands.get(pod.key)
-        if hit is not None and hit[0] is pod:
-            return dict(hit[1])
         assert self._world is not None
-        dim_of = self._world.accounting.dim_of
-        out: dict[str, float] = {}
-        for r, v in pod.requests.items():
-            d = dim_of(r)
-            out[d] = out.get(d, 0.0) + v
-        self._demands[pod.key] = (pod, dict(out))
-        return out
+        return memo_demand(self._demands, pod, self._world.accounting)
 
     # ------------------------------------------------------------------ building
 

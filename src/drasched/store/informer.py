@@ -29,14 +29,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
 from drasched.api import kinds as kinds_mod
 from drasched.api.errors import Conflict, Gone, NotFound
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import controller_uid
 from drasched.store.base import ClusterStore, ListResult, Obj, WatchEvent
 from drasched.store.reflector import Key, Reflector, key_of, strip_managed_fields
+from drasched.store.wire import clone
 
 log = logging.getLogger(__name__)
 
@@ -48,12 +47,6 @@ def _key(obj: Obj) -> _Key:
 
 
 # ---------------------------------------------------------------------------------------- feeds
-
-
-def clone(obj: Obj) -> Obj:
-    """A deep copy of a wire-form (JSON) object, ~10x faster than ``copy.deepcopy``."""
-    result: Obj = msgspec.json.decode(msgspec.json.encode(obj))
-    return result
 
 
 @dataclass
