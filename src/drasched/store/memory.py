@@ -260,12 +260,17 @@ class MemoryStore:
     ) -> ListResult:
         items = [
             clone(o)
-            for (t, ns, _), o in sorted(self._objects.items(), key=lambda kv: (kv[0][1], kv[0][2]))
-            if t is rt
-            and (not namespace or not rt.namespaced or ns == namespace)
+            for (_, ns, _), o in sorted(self._kinds.get(rt, {}).items(), key=lambda kv: (kv[0][1], kv[0][2]))
+            if (not namespace or not rt.namespaced or ns == namespace)
             and label_selector_matches(label_selector, (o.get("metadata") or {}).get("labels"))
             and field_selector_matches(field_selector, o)
         ]
+        return ListResult(items, str(self._rv))
+
+    def list_shared(self, rt: ResourceType) -> ListResult:
+        """Every object of ``rt`` as stored, without copies, for a reader that never mutates
+        them (the scheduler cache): the store replaces an object on each change, never edits it."""
+        items = [o for _, o in sorted(self._kinds.get(rt, {}).items(), key=lambda kv: (kv[0][1], kv[0][2]))]
         return ListResult(items, str(self._rv))
 
     def _write(self, obj: Obj, status_only: bool) -> Obj:
@@ -391,6 +396,9 @@ class MemoryStore:
         if cmd.get("finalizers") or graceful:
             # Finalizers or a graceful pod termination keep the object, marked as deleting.
             if not cmd.get("deletionTimestamp"):
+                current = clone(current)  # a new version, not an edit: list_shared readers hold the old one
+                cmd = current["metadata"]
+                self._put(key, current)
                 # the deadline: now + grace period (now for finalizer-only waits)
                 cmd["deletionTimestamp"] = format_time(self._clock() + timedelta(seconds=graceful))
                 if rt is kinds.POD:
@@ -401,11 +409,12 @@ class MemoryStore:
                 self._record(rt, "MODIFIED", current)
             return clone(current)
         self._drop(key)
-        cmd["resourceVersion"] = self._next_rv()
+        current = clone(current)  # the last version, not an edit of the one list_shared readers hold
+        current["metadata"]["resourceVersion"] = self._next_rv()
         self._record(rt, "DELETED", current)
         if rt is kinds.NAMESPACE:
             for k in [k for k in self._objects if k[1] == name and k[0].namespaced]:
-                gone = self._drop(k)
+                gone = clone(self._drop(k))
                 gone["metadata"]["resourceVersion"] = self._next_rv()
                 self._record(k[0], "DELETED", gone)
         self._collect_garbage(current)

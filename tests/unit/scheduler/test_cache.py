@@ -17,6 +17,10 @@ class CountingStore(MemoryStore):
         self.lists += 1
         return super().list(*args, **kwargs)
 
+    def list_shared(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.lists += 1
+        return super().list_shared(*args, **kwargs)
+
 
 def test_incremental_after_the_first_list() -> None:
     store = CountingStore()
@@ -46,3 +50,18 @@ def test_relists_when_the_watch_history_is_gone() -> None:
     assert cache.sync(store)
     assert store.lists == 2
     assert set(cache.objects(kinds.NODE)) == {"a"}
+
+
+def test_the_first_list_shares_the_stores_objects_and_a_delete_does_not_edit_them() -> None:
+    store = MemoryStore(auto_namespaces=True)
+    created = store.create(pod("p", node_name="a"))
+    store.update_status({**created, "status": {"phase": "Running"}})
+    cache = SchedulerCache([kinds.POD])
+    cache.sync(store)
+    held = cache.get(kinds.POD, "default/p")
+    assert held is store.peek(kinds.POD, "p", "default")  # no copy per object on the first list
+    rv = held["metadata"]["resourceVersion"]
+    store.delete(kinds.POD, "p", "default")  # graceful: marked as deleting, a new version
+    assert "deletionTimestamp" not in held["metadata"] and held["metadata"]["resourceVersion"] == rv
+    assert cache.sync(store)
+    assert cache.get(kinds.POD, "default/p")["metadata"].get("deletionTimestamp")
