@@ -85,7 +85,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     from drasched.serve.fencing import LeadershipLost
     from drasched.serve.leader import LeaderElector
-    from drasched.serve.main import _Health, build_controllers, run, served_taint_rules, start_http
+    from drasched.serve.main import (
+        _Health,
+        build_controllers,
+        run,
+        served_foreign_kinds,
+        served_taint_rules,
+        start_http,
+    )
     from drasched.serve.metrics import Metrics
     from drasched.store.credentials import CredentialsError
     from drasched.store.kube import KubeStore
@@ -113,7 +120,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             print(f"drasched serve: {exc}", file=sys.stderr)
             return 2
     try:
-        run(store, build_controllers(args.enable_claim_controller, args.config, served_taint_rules(store)),
+        run(store, build_controllers(args.enable_claim_controller, args.config, served_taint_rules(store),
+                                     served_foreign_kinds(store)),
             metrics=metrics, elector=elector, period=args.period, stop=stop, health=health)
     except LeadershipLost:
         # as kube-scheduler (klog.Fatal): exit now, without waiting for writers still in flight

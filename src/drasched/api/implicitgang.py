@@ -23,6 +23,8 @@ from typing import Any
 Obj = dict[str, Any]
 
 POD_GROUP_LABEL = "drasched.io/pod-group"
+KAI_POD_GROUP_ANNOTATION = "pod-group-name"
+"""KAI-Scheduler's way for a pod to name its PodGroup, read as an alias of the label."""
 IMPLICIT_GANG_ANNOTATION = "drasched.io/implicit-gang"
 """Set by the implicit-gang controller on a pod it leaves without a group (value: ``none``)."""
 NO_GANG = "none"
@@ -37,11 +39,13 @@ LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 def awaited_gang(pod: Obj) -> str | None:
     """``<Kind> <namespace>/<name>`` of the workload whose implicit PodGroup ``pod`` still
     waits for, or None when it waits for none: it names a group itself (the
-    ``drasched.io/pod-group`` label, or upstream's ``spec.schedulingGroup`` /
-    ``spec.workloadRef``), it is bound, the controller left it without one, or its
+    ``drasched.io/pod-group`` label, KAI-Scheduler's ``pod-group-name`` annotation, or upstream's
+    ``spec.schedulingGroup`` / ``spec.workloadRef``), it is bound, the controller left it without one, or its
     controller is not a kind that implies a gang."""
     md = pod.get("metadata") or {}
-    if POD_GROUP_LABEL in (md.get("labels") or {}) or IMPLICIT_GANG_ANNOTATION in (md.get("annotations") or {}):
+    annotations = md.get("annotations") or {}
+    if POD_GROUP_LABEL in (md.get("labels") or {}) or IMPLICIT_GANG_ANNOTATION in annotations \
+            or KAI_POD_GROUP_ANNOTATION in annotations:
         return None
     spec = pod.get("spec") or {}
     if spec.get("schedulingGroup") or spec.get("workloadRef") or spec.get("nodeName"):

@@ -64,6 +64,17 @@ POD_DISRUPTION_BUDGET = ResourceType("policy", "v1", "PodDisruptionBudget", "pod
 QUEUE = ResourceType(DRASCHED, "v1alpha1", "Queue", "queues", False)
 POD_GROUP = ResourceType(DRASCHED, "v1alpha1", "PodGroup", "podgroups", True)
 BIND_REQUEST = ResourceType(DRASCHED, "v1alpha1", "BindRequest", "bindrequests", True)
+# Other schedulers' objects ``drasched serve`` reads from a server that serves them
+# (drasched.scheduler.foreign_intake); not in ALL: drasched never creates them.
+UPSTREAM_POD_GROUP = ResourceType("scheduling.k8s.io", "v1beta1", "PodGroup", "podgroups", True)
+UPSTREAM_WORKLOAD = ResourceType("scheduling.k8s.io", "v1beta1", "Workload", "workloads", True)
+UPSTREAM_POD_GROUP_V1ALPHA2 = ResourceType("scheduling.k8s.io", "v1alpha2", "PodGroup", "podgroups", True)
+UPSTREAM_WORKLOAD_V1ALPHA2 = ResourceType("scheduling.k8s.io", "v1alpha2", "Workload", "workloads", True)
+"""The gang API as Kubernetes 1.36 serves it (1.37: v1beta1)."""
+KAI_QUEUE = ResourceType("scheduling.run.ai", "v2", "Queue", "queues", False)
+KAI_POD_GROUP = ResourceType("scheduling.run.ai", "v2alpha2", "PodGroup", "podgroups", True)
+FOREIGN: tuple[ResourceType, ...] = (UPSTREAM_WORKLOAD, UPSTREAM_POD_GROUP, UPSTREAM_WORKLOAD_V1ALPHA2,
+                                     UPSTREAM_POD_GROUP_V1ALPHA2, KAI_QUEUE, KAI_POD_GROUP)
 # Workloads: the embedded control plane runs their controllers (drasched.controllers.workloads).
 JOB = ResourceType("batch", "v1", "Job", "jobs", True)
 DEPLOYMENT = ResourceType("apps", "v1", "Deployment", "deployments", True)

@@ -76,9 +76,11 @@ def group_entry_for(pod_entry: Obj, group: Obj | None) -> Obj | None:
 
 
 def pod_group_name(pod: Obj) -> str | None:
-    """The PodGroup a pod joins: its label, else its upstream ``spec.schedulingGroup.podGroupName``
-    (an upstream PodGroup is read as a drasched PodGroup of the same name), or None."""
-    label = ((pod.get("metadata") or {}).get("labels") or {}).get(POD_GROUP_LABEL)
+    """The PodGroup a pod joins: its label (or KAI-Scheduler's ``pod-group-name`` annotation, an
+    alias), else its upstream ``spec.schedulingGroup.podGroupName`` (an upstream PodGroup is read
+    as a drasched PodGroup of the same name), or None."""
+    md = pod.get("metadata") or {}
+    label = (md.get("labels") or {}).get(POD_GROUP_LABEL) or (md.get("annotations") or {}).get("pod-group-name")
     return label or ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") or None
 
 

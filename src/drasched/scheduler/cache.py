@@ -6,6 +6,11 @@ relists (a ``Gone`` watch, after compaction, is the one exception). Works on any
 returned (never mutated, never handed back to the store); ``generation`` counts changes so
 parsed views can be memoised per object version by the snapshot builder.
 
+Other schedulers' objects (``foreign``: the upstream gang API, KAI-Scheduler's CRDs, those the
+server serves) are watched beside them and kept translated under drasched's PodGroup and
+Queue kinds (:mod:`drasched.scheduler.foreign_intake`): :meth:`objects` of those kinds is the
+merged view, and their change log names every key whose merged object changed.
+
 Two feeds, one cache: embedded mode drains each kind's watch synchronously (the memory
 store answers at once, and the run must stay single-threaded and deterministic); given
 the context's shared informers (``drasched serve``) the cache takes
@@ -22,6 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 from drasched.api import kinds
 from drasched.api.errors import Gone, NotFound
 from drasched.api.kinds import ResourceType
+from drasched.scheduler.foreign_intake import ForeignIntake, Problem
 from drasched.store.base import ClusterStore, ListResult
 from drasched.store.informer import KindFeed, SharedInformers
 
@@ -53,18 +59,27 @@ def object_key(obj: Obj) -> str:
 class SchedulerCache:
     """Objects by kind and ``namespace/name`` (or ``name``), fed incrementally."""
 
-    def __init__(self, watched: Iterable[ResourceType] = WATCHED, watch_timeout: float = 0.0) -> None:
+    def __init__(self, watched: Iterable[ResourceType] = WATCHED, watch_timeout: float = 0.0,
+                 foreign: Iterable[ResourceType] = ()) -> None:
         self.watched = tuple(watched)
+        """The kinds readers see (a foreign kind is seen translated, under its drasched kind)."""
+        self.foreign = tuple(rt for rt in foreign if rt not in self.watched)
+        """The foreign kinds watched and translated (:mod:`~drasched.scheduler.foreign_intake`)."""
         self.watch_timeout = watch_timeout
-        self._objects: dict[ResourceType, dict[str, Obj]] = {rt: {} for rt in self.watched}
-        self._rv: dict[ResourceType, str | None] = dict.fromkeys(self.watched)
-        self._kind_generation: dict[ResourceType, int] = dict.fromkeys(self.watched, 0)
+        fed = (*self.watched, *self.foreign)
+        self._objects: dict[ResourceType, dict[str, Obj]] = {rt: {} for rt in fed}
+        self._rv: dict[ResourceType, str | None] = dict.fromkeys(fed)
+        self._kind_generation: dict[ResourceType, int] = dict.fromkeys(fed, 0)
         self.generation = 0
-        self._cursor: dict[ResourceType, int | None] = dict.fromkeys(self.watched)
-        self._log: dict[ResourceType, list[tuple[int, str]]] = {rt: [] for rt in self.watched}
+        self._cursor: dict[ResourceType, int | None] = dict.fromkeys(fed)
+        self._log: dict[ResourceType, list[tuple[int, str]]] = {rt: [] for rt in fed}
         """Per kind, (generation, key) of every change, oldest first: what readers diff against."""
-        self._log_floor: dict[ResourceType, int] = dict.fromkeys(self.watched, 0)
+        self._log_floor: dict[ResourceType, int] = dict.fromkeys(fed, 0)
         """Changes at or before this generation are no longer in the log."""
+        self._intake = ForeignIntake(self.foreign) if self.foreign else None
+        self._views: dict[ResourceType, dict[str, Obj]] = (
+            {rt: {} for rt in (kinds.POD_GROUP, kinds.QUEUE) if rt in self.watched} if self._intake else {})
+        """drasched's PodGroups and Queues merged with the translations (only with ``foreign``)."""
 
     # ------------------------------------------------------------------ feeding
 
@@ -74,7 +89,7 @@ class SchedulerCache:
         From ``informers`` when the context has them (serve), else from the store's watch.
         """
         if informers is not None:
-            feeds = [informers.feed(rt) for rt in self.watched]
+            feeds = [informers.feed(rt) for rt in (*self.watched, *self.foreign)]
             if not all(f.synced for f in feeds):
                 return False  # never decide on a partial view of the cluster
             changed = False
@@ -82,7 +97,7 @@ class SchedulerCache:
                 changed |= self._sync_feed(f)
             return changed
         changed = False
-        for rt in self.watched:
+        for rt in (*self.watched, *self.foreign):
             changed |= self._sync_kind(store, rt)
         return changed
 
@@ -163,11 +178,26 @@ class SchedulerCache:
         self._bump(rt, (key,))
 
     def _bump(self, rt: ResourceType, keys: Iterable[str]) -> None:
+        keys = tuple(keys)
+        self._log_change(rt, keys)
+        if self._intake is not None and self._intake.feeds(rt):
+            merged = self._intake.update(rt, keys, self._objects.__getitem__, self.objects)
+            for target, entries in merged.items():
+                view = self._views[target]
+                for key, obj in entries.items():
+                    if obj is None:
+                        view.pop(key, None)
+                    else:
+                        view[key] = obj
+                if target != rt:  # a drasched object's own change is in the log already
+                    self._log_change(target, entries)
+
+    def _log_change(self, rt: ResourceType, keys: Iterable[str]) -> None:
         self.generation += 1
         self._kind_generation[rt] = self.generation
         log = self._log[rt]
         log.extend((self.generation, k) for k in keys)
-        if len(log) > 4096 and len(log) > 2 * len(self._objects[rt]):
+        if len(log) > 4096 and len(log) > 2 * len(self.objects(rt)):
             cut = len(log) // 2  # readers this far behind rebuild from the objects instead
             self._log_floor[rt] = log[cut - 1][0]
             del log[:cut]
@@ -175,11 +205,18 @@ class SchedulerCache:
     # ------------------------------------------------------------------ reading
 
     def objects(self, rt: ResourceType) -> Mapping[str, Obj]:
-        """Objects of one kind by key; callers must not mutate them."""
-        return self._objects[rt]
+        """Objects of one kind by key; callers must not mutate them. A PodGroup or Queue
+        translated from a foreign kind is among drasched's own, marked with the
+        ``drasched.io/translated-from`` annotation."""
+        view = self._views.get(rt)
+        return view if view is not None else self._objects[rt]
 
     def get(self, rt: ResourceType, key: str) -> Obj | None:
-        return self._objects[rt].get(key)
+        return self.objects(rt).get(key)
+
+    def take_problems(self) -> list[Problem]:
+        """What translating foreign objects found since the last call (each once), for Events."""
+        return self._intake.take_problems() if self._intake is not None else []
 
     def changed_since(self, rt: ResourceType, generation: int) -> set[str] | None:
         """Keys of ``rt`` added, changed or deleted after cache generation ``generation``;

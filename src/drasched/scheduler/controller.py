@@ -25,6 +25,7 @@ from drasched.scheduler.config import ConfigError, SchedulerConfig, config_from_
 from drasched.scheduler.constants import DEFAULT_QUEUE, POD_SCHEDULED
 from drasched.scheduler.cycle import CycleResult, run_cycle
 from drasched.scheduler.eviction import EVENT_REASONS
+from drasched.scheduler.foreign_writes import is_translated, report_problems, source_of, write_upstream_condition
 from drasched.scheduler.groups import GroupInfo
 from drasched.scheduler.snapshot import Snapshot, SnapshotBuilder
 
@@ -84,7 +85,8 @@ class SchedulerController:
                  write_workers: int = 1, idle_cycle_period: float | None = None,
                  claims_queued: Callable[[str], bool] | None = None, config_map_modules: bool = True,
                  allocation_wall_time: float | None = None,
-                 taint_rules: ResourceType | None = kinds.DEVICE_TAINT_RULE) -> None:
+                 taint_rules: ResourceType | None = kinds.DEVICE_TAINT_RULE,
+                 foreign: tuple[ResourceType, ...] = ()) -> None:
         self.config_map_modules = config_map_modules
         self.allocation_wall_time = allocation_wall_time
         """``drasched serve``: seconds one device allocation search may run on top of its step
@@ -115,7 +117,8 @@ class SchedulerController:
         self.config = self.base_config
         # DeviceTaintRules taint devices for allocation; serve watches them in the version
         # the API server serves (v1 from Kubernetes 1.37, v1beta2 before), if any.
-        self.cache = SchedulerCache((*WATCHED, taint_rules) if taint_rules is not None else WATCHED)
+        self.cache = SchedulerCache((*WATCHED, taint_rules) if taint_rules is not None else WATCHED,
+                                    foreign=foreign)  # other schedulers' kinds the server serves
         self.builder = SnapshotBuilder(self.config, allocation_wall_time=allocation_wall_time)
         self._config_rv: str | None = None
         self.last: CycleResult | None = None
@@ -140,6 +143,7 @@ class SchedulerController:
         refresh = self._refresh_at is not None and now >= self._refresh_at
         if not self.cache.sync(ctx.store, ctx.informers) and not due and not refresh:
             return False
+        report_problems(ctx, self.name, self.cache.take_problems())
         self._load_config(ctx)
         snap = self.builder.build(self.cache, self.bind_backoff, now)
         if self.idle_cycle_period is not None and not due and self._last_cycle is not None \
@@ -156,6 +160,8 @@ class SchedulerController:
         snap = self._without_parked(snap, now)
         self._refused = {uid: until for uid, until in self._refused.items() if until > now}
         result = run_cycle(snap, self.config, format_time(now), avoid=frozenset(self._refused))
+        import logging as _l, time as _t  # XTRACE
+        _l.getLogger("drasched").info("XTRACE cycle pending=%d placed=%d conds=%d", len(snap.pending_groups), len(result.placements), len(result.pod_conditions))
         self.last = result
         self.cycles += 1
         self._wake = min((t for t in (result.wake_at, self._parked_wake, *snap.backing_off.values()) if t is not None),
@@ -262,6 +268,8 @@ class SchedulerController:
         for claim in result.delete_claims:
             wrote |= self._delete_stale_claim(ctx, claim)
         for queue, status in result.queue_statuses:
+            if is_translated(queue):
+                continue  # a KAI Queue: drasched writes no status there (docs/design.md)
             try:
                 store.update_status({**queue, "status": status})
                 wrote = True
@@ -401,15 +409,17 @@ class SchedulerController:
             g = snap.groups[key]
             self._group_messages.pop(key, None)
             if g.obj is not None:
-                ctx.event(g.obj, "Normal", "Scheduled",
-                          f"placed {n} pod(s); {g.placed + n} of {len(g.pods)} placed (minMember {g.min_member})")
+                message = f"placed {n} pod(s); {g.placed + n} of {len(g.pods)} placed (minMember {g.min_member})"
+                ctx.event(source_of(g.obj), "Normal", "Scheduled", message)
+                write_upstream_condition(ctx, g.obj, g.placed + n >= g.min_member, message)
                 wrote = True
         for key, message in result.group_messages.items():
             g = snap.groups[key]
             if g.obj is None or self._group_messages.get(key) == message:
                 continue
             self._group_messages[key] = message
-            ctx.event(g.obj, "Warning", "Unschedulable", message)
+            ctx.event(source_of(g.obj), "Warning", "Unschedulable", message)
+            write_upstream_condition(ctx, g.obj, False, message)
             wrote = True
         for g in snap.mismatched:
             for p in g.label_mismatch:

@@ -27,6 +27,8 @@ from drasched.quantity import Quantity, QuantityError
 from drasched.scheduler.constants import GPU
 
 GPU_FRACTION_ANNOTATION = "drasched.io/gpu-fraction"
+KAI_GPU_FRACTION_ANNOTATION = "gpu-fraction"
+"""KAI-Scheduler's annotation, read as an alias where drasched's is absent (same meaning)."""
 
 Obj = dict[str, Any]
 
@@ -41,17 +43,19 @@ def gpu_fraction(obj: Obj, requests: dict[str, float]) -> Fraction | None:
     ``requests`` are the pod's effective requests (vector units); the annotation needs
     ``nvidia.com/gpu`` to be exactly 1. Raises :class:`FractionError` otherwise.
     """
-    raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(GPU_FRACTION_ANNOTATION)
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    name = GPU_FRACTION_ANNOTATION if GPU_FRACTION_ANNOTATION in annotations else KAI_GPU_FRACTION_ANNOTATION
+    raw = annotations.get(name)
     if raw is None:
         return None
     try:
         value = Quantity.parse(str(raw)).value
     except QuantityError:
-        raise FractionError(f'annotation {GPU_FRACTION_ANNOTATION}: "{raw}" is not a number') from None
+        raise FractionError(f'annotation {name}: "{raw}" is not a number') from None
     if not 0 < value < 1:
-        raise FractionError(f'annotation {GPU_FRACTION_ANNOTATION}: "{raw}" must lie between 0 and 1 (exclusive)')
+        raise FractionError(f'annotation {name}: "{raw}" must lie between 0 and 1 (exclusive)')
     if requests.get(GPU, 0.0) != 1.0:
         got = requests.get(GPU, 0.0)
-        raise FractionError(f"annotation {GPU_FRACTION_ANNOTATION} needs a request of exactly {GPU}: 1 "
+        raise FractionError(f"annotation {name} needs a request of exactly {GPU}: 1 "
                             f"(the pod asks {got:g})")
     return value

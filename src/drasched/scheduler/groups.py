@@ -12,6 +12,7 @@ from typing import Any
 
 from drasched.scheduler.claims import ClaimEntry, claim_entries
 from drasched.scheduler.constants import DEFAULT_QUEUE
+from drasched.scheduler.foreign_intake import claim_consumer
 from drasched.scheduler.podinfo import PodInfo
 
 Obj = dict[str, Any]
@@ -44,8 +45,8 @@ class GroupInfo:
     def ref(self) -> Obj:
         """The ``reservedFor`` entry for group claims."""
         md = (self.obj or {}).get("metadata") or {}
-        return {"apiGroup": "scheduling.drasched.io", "resource": "podgroups", "name": self.name,
-                "uid": md.get("uid", "")}
+        api_group, resource = claim_consumer(self.obj)  # an upstream PodGroup's claims are reserved for it
+        return {"apiGroup": api_group, "resource": resource, "name": self.name, "uid": md.get("uid", "")}
 
 
 def group_key(pod: PodInfo) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from drasched.api.foreign import KAI_POD_GROUP_ANNOTATION, KAI_QUEUE_LABELS
 from drasched.quantity import QuantityError
 from drasched.scheduler.claims import ClaimEntry, claim_entries
 from drasched.scheduler.constants import GPU, POD_GROUP_LABEL, POD_SCHEDULED, PODS, QUEUE_LABEL, UNSCHEDULABLE
@@ -16,6 +17,10 @@ from drasched.scheduler.resources import pod_requests, to_units
 Obj = dict[str, Any]
 TERMINAL = ("Succeeded", "Failed")
 DEFAULT_MAX_PODS = 110.0
+
+
+PodKeys = Callable[["PodInfo"], tuple[str, str]]
+"""A profile's ``pod_keys``: the pod's ``static_key`` and ``eq_key``."""
 
 
 @dataclass(slots=True, eq=False)
@@ -43,17 +48,37 @@ class PodInfo:
     tolerations: tuple[Obj, ...]
     claim_entries: tuple[ClaimEntry, ...]
     condition: tuple[str, str, str] | None
-    static_key: str
-    """Equal for pods on which every enabled static filter gives the same verdict on every node
-    (built from the filters' signatures, :meth:`~drasched.scheduler.framework.profile.Profile.pod_keys`)."""
-    eq_key: str
-    """Equal for pods with identical scheduling requirements (same template)."""
     gpu_fraction: Fraction | None = None
     """``drasched.io/gpu-fraction``: ``requests[nvidia.com/gpu]`` then holds this fraction, not 1."""
+    pod_keys: PodKeys | None = None
+    """Builds :attr:`static_key` and :attr:`eq_key` (``None``: every built-in plugin's)."""
+    _keys: tuple[str, str] | None = None
 
     @property
     def terminal(self) -> bool:
         return self.phase in TERMINAL
+
+    @property
+    def static_key(self) -> str:
+        """Equal for pods on which every enabled static filter gives the same verdict on every node
+        (built from the filters' signatures, :meth:`~drasched.scheduler.framework.profile.Profile.pod_keys`)."""
+        return (self._keys or self._build_keys())[0]
+
+    @property
+    def eq_key(self) -> str:
+        """Equal for pods with identical scheduling requirements (same template)."""
+        return (self._keys or self._build_keys())[1]
+
+    def _build_keys(self) -> tuple[str, str]:
+        """The keys on first use: only pods a cycle places read them, and building them was
+        most of parsing a pod (a large cluster's bound pods never need them)."""
+        keys = self.pod_keys
+        if keys is None:
+            from drasched.scheduler.framework.profile import default_profile  # the profile imports this module
+
+            keys = default_profile().pod_keys
+        self._keys = keys(self)
+        return self._keys
 
 
 INVALID_POD_GROUP = "InvalidPodGroup"
@@ -64,11 +89,24 @@ def unschedulable_reason(message: str) -> str:
     return INVALID_POD_GROUP if message.startswith(INVALID_POD_GROUP + ":") else UNSCHEDULABLE
 
 
+def queue_label(labels: Obj) -> str | None:
+    """The queue a pod's labels name: ``drasched.io/queue``, else KAI-Scheduler's
+    ``kai.scheduler/queue`` or ``runai/queue`` (read as aliases: the pod is not rewritten)."""
+    return labels.get(QUEUE_LABEL) or next((labels[k] for k in KAI_QUEUE_LABELS if labels.get(k)), None)
+
+
+def group_label(md: Obj) -> str | None:
+    """The PodGroup a pod's metadata names: its ``drasched.io/pod-group`` label, else
+    KAI-Scheduler's ``pod-group-name`` annotation (an alias)."""
+    return ((md.get("labels") or {}).get(POD_GROUP_LABEL)
+            or (md.get("annotations") or {}).get(KAI_POD_GROUP_ANNOTATION) or None)
+
+
 def joined_group(md: Obj, spec: Obj) -> tuple[str | None, str | None]:
-    """The PodGroup a pod joins: its ``drasched.io/pod-group`` label or its upstream
-    ``spec.schedulingGroup.podGroupName`` (docs/design.md, "One gang per pod"), and the error
-    when it names both."""
-    ours = (md.get("labels") or {}).get(POD_GROUP_LABEL)
+    """The PodGroup a pod joins: its ``drasched.io/pod-group`` label (or KAI's ``pod-group-name``
+    annotation) or its upstream ``spec.schedulingGroup.podGroupName`` (docs/design.md, "One
+    gang per pod"), and the error when it names both."""
+    ours = group_label(md)
     upstream = (spec.get("schedulingGroup") or {}).get("podGroupName") or None
     if ours and upstream:
         return None, (f"{INVALID_POD_GROUP}: the pod names two PodGroups, {ours} (label {POD_GROUP_LABEL}) and "
@@ -81,10 +119,6 @@ def _scheduled_condition(obj: Obj) -> tuple[str, str, str] | None:
         if c.get("type") == POD_SCHEDULED:
             return (str(c.get("status", "")), str(c.get("reason", "")), str(c.get("message", "")))
     return None
-
-
-PodKeys = Callable[["PodInfo"], tuple[str, str]]
-"""A profile's ``pod_keys``: the pod's ``static_key`` and ``eq_key``."""
 
 
 def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKeys | None = None) -> PodInfo:
@@ -115,7 +149,7 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKe
     tolerations = tuple(spec.get("tolerations") or ())
     node_selector = dict(spec.get("nodeSelector") or {})
     entries = claim_entries(spec)
-    info = PodInfo(
+    return PodInfo(
         key=key,
         namespace=str(md.get("namespace", "")),
         name=str(md.get("name", "")),
@@ -130,23 +164,16 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKe
         deleting=bool(md.get("deletionTimestamp")),
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         gated=bool(spec.get("schedulingGates")),
-        queue_label=labels.get(QUEUE_LABEL),
+        queue_label=queue_label(labels),
         group_label=group,
         node_selector=node_selector,
         required_affinity=affinity,
         tolerations=tolerations,
         claim_entries=entries,
         condition=_scheduled_condition(obj),
-        static_key="",
-        eq_key="",
         gpu_fraction=fraction,
+        pod_keys=keys,
     )
-    if keys is None:
-        from drasched.scheduler.framework.profile import default_profile  # the profile imports this module
-
-        keys = default_profile().pod_keys
-    info.static_key, info.eq_key = keys(info)
-    return info
 
 
 @dataclass(slots=True, eq=False)

@@ -46,11 +46,40 @@ def served_taint_rules(store: ClusterStore) -> ResourceType | None:
     return None
 
 
+FOREIGN_CHOICES: tuple[tuple[ResourceType, ...], ...] = (
+    (kinds.UPSTREAM_POD_GROUP, kinds.UPSTREAM_POD_GROUP_V1ALPHA2),
+    (kinds.UPSTREAM_WORKLOAD, kinds.UPSTREAM_WORKLOAD_V1ALPHA2),
+    (kinds.KAI_QUEUE,),
+    (kinds.KAI_POD_GROUP,),
+)
+"""Other schedulers' kinds serve reads, each in the first version served: the gang API as
+v1beta1 (Kubernetes 1.37) or v1alpha2 (1.36, same storage: never both), KAI-Scheduler's CRDs
+where installed."""
+
+
+def served_foreign_kinds(store: ClusterStore) -> tuple[ResourceType, ...]:
+    """The kinds of :data:`FOREIGN_CHOICES` the API server serves; one it does not serve is
+    logged and left out (drasched carries on without it)."""
+    found: list[ResourceType] = []
+    for choices in FOREIGN_CHOICES:
+        for rt in choices:
+            try:
+                store.list(rt)
+            except ApiError as exc:
+                log.info("%s is not served as %s: %s; not read", rt.kind, rt.api_version, exc.message)
+                continue
+            found.append(rt)
+            break
+    return tuple(found)
+
+
 def build_controllers(enable_claim_controller: bool = False, config_path: str | None = None,
-                      taint_rules: ResourceType | None = None) -> list[Controller]:
+                      taint_rules: ResourceType | None = None,
+                      foreign: tuple[ResourceType, ...] = ()) -> list[Controller]:
     """The control loops a cluster deployment runs (kube-controller-manager owns claims and
     device taint eviction by default). ``taint_rules``: the DeviceTaintRule version the
-    server serves (:func:`served_taint_rules`), None to read none."""
+    server serves (:func:`served_taint_rules`), None to read none; ``foreign``: the other
+    schedulers' kinds it serves (:func:`served_foreign_kinds`), read translated."""
     from drasched.binder import BinderController
     from drasched.controllers.workloads.gangs import ImplicitGangController, settings_from_file
     from drasched.scheduler.config import load_config
@@ -60,11 +89,11 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
     queued = None
     if enable_claim_controller:
         from drasched.controllers.devicetainteviction import DeviceTaintEvictionController
-        from drasched.controllers.resourceclaim import ResourceClaimController
+        from drasched.controllers.resourceclaim import split_claim_controller
 
-        claim_controller = ResourceClaimController(workers=WRITE_WORKERS, batch=CLAIM_BATCH)
+        claim_controller, claim_cleanup = split_claim_controller(workers=WRITE_WORKERS, batch=CLAIM_BATCH)
         queued = claim_controller.queued
-        controllers.append(claim_controller)
+        controllers += [claim_controller, claim_cleanup]
         controllers.append(DeviceTaintEvictionController(rules_kind=taint_rules))
     # In a cluster only pods naming drasched are ours (the config's schedulerNames), unlike simulate.
     config = load_config(config_path)
@@ -74,7 +103,7 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
                                         write_workers=WRITE_WORKERS, idle_cycle_period=IDLE_CYCLE_PERIOD,
                                         claims_queued=queued, config_map_modules=False,
                                         allocation_wall_time=ALLOCATION_WALL_TIME,
-                                        taint_rules=taint_rules),
+                                        taint_rules=taint_rules, foreign=foreign),
                     BinderController(workers=BIND_WORKERS, record_success=False)]
     return controllers
 
@@ -175,6 +204,8 @@ def run(
     as in embedded mode.
     """
     metrics = metrics or Metrics()
+    import os  # EXPERIMENT
+    min_round_interval = float(os.environ.get("XMIN", min_round_interval))
     stop = stop or threading.Event()
     health = health or _Health()
     if shared_informers is None:
@@ -272,9 +303,10 @@ def _run_threaded(
             if not leading.is_set():
                 leading.wait(period)
                 continue
-            pace = max(min_round_interval, BUSY_FACTOR * cpu) - (time.perf_counter() - started)
+            pace = max(min_round_interval, float(__import__("os").environ.get("XBUSY", BUSY_FACTOR)) * cpu) - (time.perf_counter() - started)
             if pace > 0:
                 done.wait(pace)
+            log.info("XTRACE round %s pace %.3f cpu %.3f", name[:12], pace, cpu)
             seen = informers.version
             started, cpu_started = time.perf_counter(), time.thread_time()
             progressed = False

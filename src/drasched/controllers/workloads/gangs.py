@@ -60,6 +60,7 @@ from drasched.api import kinds
 from drasched.api.errors import AlreadyExists, ApiError, Conflict, Forbidden, NotFound
 from drasched.api.implicitgang import (
     IMPLICIT_GANG_ANNOTATION,
+    KAI_POD_GROUP_ANNOTATION,
     KUBEFLOW_JOB_NAME,
     KUBEFLOW_KINDS,
     LWS_NAME_LABEL,
@@ -506,8 +507,9 @@ def _wants_group(pod: Obj) -> bool:
     and that this controller has not already left without one."""
     if is_terminal(pod) or is_deleting(pod) or spec_of(pod).get("nodeName"):
         return False
-    if POD_GROUP_LABEL in (md(pod).get("labels") or {}) or IMPLICIT_GANG_ANNOTATION in (
-            md(pod).get("annotations") or {}):
+    annotations = md(pod).get("annotations") or {}
+    if POD_GROUP_LABEL in (md(pod).get("labels") or {}) or IMPLICIT_GANG_ANNOTATION in annotations \
+            or KAI_POD_GROUP_ANNOTATION in annotations:  # KAI's PodGroup name, an alias of the label
         return False
     spec = spec_of(pod)
     return not (spec.get("workloadRef") or spec.get("schedulingGroup"))
