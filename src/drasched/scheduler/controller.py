@@ -160,8 +160,6 @@ class SchedulerController:
         snap = self._without_parked(snap, now)
         self._refused = {uid: until for uid, until in self._refused.items() if until > now}
         result = run_cycle(snap, self.config, format_time(now), avoid=frozenset(self._refused))
-        import logging as _l, time as _t  # XTRACE
-        _l.getLogger("drasched").info("XTRACE cycle pending=%d placed=%d conds=%d", len(snap.pending_groups), len(result.placements), len(result.pod_conditions))
         self.last = result
         self.cycles += 1
         self._wake = min((t for t in (result.wake_at, self._parked_wake, *snap.backing_off.values()) if t is not None),

@@ -89,11 +89,11 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
     queued = None
     if enable_claim_controller:
         from drasched.controllers.devicetainteviction import DeviceTaintEvictionController
-        from drasched.controllers.resourceclaim import split_claim_controller
+        from drasched.controllers.resourceclaim import ResourceClaimController
 
-        claim_controller, claim_cleanup = split_claim_controller(workers=WRITE_WORKERS, batch=CLAIM_BATCH)
+        claim_controller = ResourceClaimController(workers=WRITE_WORKERS, batch=CLAIM_BATCH)
         queued = claim_controller.queued
-        controllers += [claim_controller, claim_cleanup]
+        controllers.append(claim_controller)
         controllers.append(DeviceTaintEvictionController(rules_kind=taint_rules))
     # In a cluster only pods naming drasched are ours (the config's schedulerNames), unlike simulate.
     config = load_config(config_path)
@@ -204,8 +204,6 @@ def run(
     as in embedded mode.
     """
     metrics = metrics or Metrics()
-    import os  # EXPERIMENT
-    min_round_interval = float(os.environ.get("XMIN", min_round_interval))
     stop = stop or threading.Event()
     health = health or _Health()
     if shared_informers is None:
@@ -303,10 +301,9 @@ def _run_threaded(
             if not leading.is_set():
                 leading.wait(period)
                 continue
-            pace = max(min_round_interval, float(__import__("os").environ.get("XBUSY", BUSY_FACTOR)) * cpu) - (time.perf_counter() - started)
+            pace = max(min_round_interval, BUSY_FACTOR * cpu) - (time.perf_counter() - started)
             if pace > 0:
                 done.wait(pace)
-            log.info("XTRACE round %s pace %.3f cpu %.3f", name[:12], pace, cpu)
             seen = informers.version
             started, cpu_started = time.perf_counter(), time.thread_time()
             progressed = False
