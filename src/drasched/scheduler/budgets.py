@@ -28,7 +28,7 @@ class Budgets:
         self.session = session
         self.pdbs = [snap.disruption_budgets[k] for k in sorted(snap.disruption_budgets)]
         by_ns: dict[str, list[Obj]] = {}
-        for p in snap.pods.values():
+        for p in snap.pods.values() if self.pdbs else ():
             by_ns.setdefault(p.namespace, []).append(p.obj)
         self.budgets = [disruption.budget(b, by_ns.get((b.get("metadata") or {}).get("namespace") or "default", []))
                         for b in self.pdbs]

@@ -19,6 +19,10 @@ TERMINAL = ("Succeeded", "Failed")
 DEFAULT_MAX_PODS = 110.0
 
 
+PodKeys = Callable[["PodInfo"], tuple[str, str]]
+"""A profile's ``pod_keys``: the pod's ``static_key`` and ``eq_key``."""
+
+
 @dataclass(slots=True, eq=False)
 class PodInfo:
     """A pod as the scheduler sees it; ``obj`` is the cached wire dict (never mutated)."""
@@ -44,17 +48,37 @@ class PodInfo:
     tolerations: tuple[Obj, ...]
     claim_entries: tuple[ClaimEntry, ...]
     condition: tuple[str, str, str] | None
-    static_key: str
-    """Equal for pods on which every enabled static filter gives the same verdict on every node
-    (built from the filters' signatures, :meth:`~drasched.scheduler.framework.profile.Profile.pod_keys`)."""
-    eq_key: str
-    """Equal for pods with identical scheduling requirements (same template)."""
     gpu_fraction: Fraction | None = None
     """``drasched.io/gpu-fraction``: ``requests[nvidia.com/gpu]`` then holds this fraction, not 1."""
+    pod_keys: PodKeys | None = None
+    """Builds :attr:`static_key` and :attr:`eq_key` (``None``: every built-in plugin's)."""
+    _keys: tuple[str, str] | None = None
 
     @property
     def terminal(self) -> bool:
         return self.phase in TERMINAL
+
+    @property
+    def static_key(self) -> str:
+        """Equal for pods on which every enabled static filter gives the same verdict on every node
+        (built from the filters' signatures, :meth:`~drasched.scheduler.framework.profile.Profile.pod_keys`)."""
+        return (self._keys or self._build_keys())[0]
+
+    @property
+    def eq_key(self) -> str:
+        """Equal for pods with identical scheduling requirements (same template)."""
+        return (self._keys or self._build_keys())[1]
+
+    def _build_keys(self) -> tuple[str, str]:
+        """The keys on first use: only pods a cycle places read them, and building them was
+        most of parsing a pod (a large cluster's bound pods never need them)."""
+        keys = self.pod_keys
+        if keys is None:
+            from drasched.scheduler.framework.profile import default_profile  # the profile imports this module
+
+            keys = default_profile().pod_keys
+        self._keys = keys(self)
+        return self._keys
 
 
 INVALID_POD_GROUP = "InvalidPodGroup"
@@ -97,10 +121,6 @@ def _scheduled_condition(obj: Obj) -> tuple[str, str, str] | None:
     return None
 
 
-PodKeys = Callable[["PodInfo"], tuple[str, str]]
-"""A profile's ``pod_keys``: the pod's ``static_key`` and ``eq_key``."""
-
-
 def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKeys | None = None) -> PodInfo:
     """Parse ``obj`` once per version; ``keys`` builds its memo keys (default: every built-in plugin)."""
     md = obj.get("metadata") or {}
@@ -129,7 +149,7 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKe
     tolerations = tuple(spec.get("tolerations") or ())
     node_selector = dict(spec.get("nodeSelector") or {})
     entries = claim_entries(spec)
-    info = PodInfo(
+    return PodInfo(
         key=key,
         namespace=str(md.get("namespace", "")),
         name=str(md.get("name", "")),
@@ -151,16 +171,9 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKe
         tolerations=tolerations,
         claim_entries=entries,
         condition=_scheduled_condition(obj),
-        static_key="",
-        eq_key="",
         gpu_fraction=fraction,
+        pod_keys=keys,
     )
-    if keys is None:
-        from drasched.scheduler.framework.profile import default_profile  # the profile imports this module
-
-        keys = default_profile().pod_keys
-    info.static_key, info.eq_key = keys(info)
-    return info
 
 
 @dataclass(slots=True, eq=False)

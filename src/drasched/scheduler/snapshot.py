@@ -117,6 +117,8 @@ class Snapshot:
     """Groups with a pod whose queue label their PodGroup overrides."""
     freed: int = 0
     """The builder's :attr:`SnapshotBuilder.freed` at this build."""
+    on_node: Mapping[int, set[str]] = field(default_factory=dict)
+    """Node index -> keys of the pods counted there (bound, or placed by a pending BindRequest)."""
 
     @property
     def n_nodes(self) -> int:
@@ -645,7 +647,7 @@ class SnapshotBuilder:
             disruption_budgets=cache.objects(kinds.POD_DISRUPTION_BUDGET), profile=self.profile,
             demands=self._demands, backing_off=held, usage=w.ledger.usage,
             pending_groups=tuple(sorted(pending, key=lambda g: g.key)), deleting=w.deleting,
-            mismatched=tuple(w.groups[k] for k in sorted(w.mismatched)), freed=self.freed,
+            mismatched=tuple(w.groups[k] for k in sorted(w.mismatched)), freed=self.freed, on_node=w.on_node,
         )
 
 

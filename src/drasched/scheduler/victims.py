@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -57,22 +56,60 @@ def _epoch(text: str | None) -> float | None:
         return None
 
 
-@dataclass(eq=False)
 class VictimGang:
-    """A running gang that may be evicted, with what evicting it frees."""
+    """A running gang that may be evicted, with what evicting it frees.
 
-    group: GroupInfo
-    pods: list[tuple[PodInfo, int]]
-    """Running pods and their node indexes."""
-    demand: dict[str, float]
-    """Accounting dimensions it holds: its pods' requests and the claims only its pods hold."""
-    frees: dict[int, dict[int, float]]
-    """Node -> row -> what evicting it frees there (container requests and DeviceClass rows)."""
-    started: float
-    movable: bool
-    """Every pod has a controller owner that recreates it: consolidation may move it."""
-    budgets: dict[int, tuple[int, int]] = field(default_factory=dict)
-    """PDB index -> (healthy, unhealthy) pods of the gang it covers."""
+    Built lazily, part by part: an action first asks a gang only what its rule's ``candidate``
+    reads (its queue and priority, mostly), and most gangs of a large cluster are never asked
+    more in a cycle (working out every gang's holdings was a quarter of a full cycle).
+    """
+
+    __slots__ = ("_demand", "_frees", "_index", "_movable", "_pods", "_started", "budgets", "group")
+
+    def __init__(self, group: GroupInfo, index: VictimIndex, pods: list[tuple[PodInfo, int]]) -> None:
+        self.group = group
+        self._index = index
+        self._pods = pods
+        self._demand: dict[str, float] | None = None
+        self._frees: dict[int, dict[int, float]] | None = None
+        self._started: float | None = None
+        self._movable: bool | None = None
+        self.budgets: dict[int, tuple[int, int]] = {}
+        """PDB index -> (healthy, unhealthy) pods of the gang it covers."""
+
+    @property
+    def pods(self) -> list[tuple[PodInfo, int]]:
+        """Running pods and their node indexes."""
+        return self._pods
+
+    @property
+    def demand(self) -> dict[str, float]:
+        """Accounting dimensions it holds: its pods' requests and the claims only its pods hold."""
+        if self._demand is None:
+            self._demand = holdings(self._index.session, [p for p, _ in self._pods])
+        return self._demand
+
+    @property
+    def frees(self) -> dict[int, dict[int, float]]:
+        """Node -> row -> what evicting it frees there (container requests and DeviceClass rows)."""
+        if self._frees is None:
+            self._frees = self._index.frees(self._pods)
+        return self._frees
+
+    @property
+    def started(self) -> float:
+        """When its last pod started (its start time, else its creation)."""
+        if self._started is None:
+            self._started = max(_epoch((p.obj.get("status") or {}).get("startTime")) or _epoch(p.created) or 0.0
+                                for p, _ in self._pods)
+        return self._started
+
+    @property
+    def movable(self) -> bool:
+        """Every pod has a controller owner that recreates it: consolidation may move it."""
+        if self._movable is None:
+            self._movable = all(_controller(p.obj) for p, _ in self._pods)
+        return self._movable
 
     @property
     def key(self) -> str:
@@ -89,75 +126,105 @@ class VictimGang:
     @property
     def rank(self) -> tuple[int, int, float, str]:
         """Fewest pods, lowest priority, youngest first; the key keeps the order stable."""
-        return (len(self.pods), self.priority, -self.started, self.key)
+        return (len(self._pods), self.priority, -self.started, self.key)
 
 
 class VictimIndex:
-    """Every possible victim gang of this cycle, by node, in victim order."""
+    """The possible victim gangs of this cycle, by node, in victim order.
+
+    Worked out on demand: a gang when a rule asks about it, a node's victims when a search
+    looks at that node. Only gangs whose queue has a ``minRuntime`` are all looked at up front,
+    so the scheduler still learns when each protection ends (it looks again then).
+    """
 
     def __init__(self, session: Session) -> None:
         self.session = session
         self.budgets = Budgets(session)
-        self.protected: dict[str, str] = {}
-        self.gangs: list[VictimGang] = []
-        now = _epoch(session.now)
-        for g in session.snap.groups.values():
-            v = self._victim(g, now)
-            if v is not None:
-                self.gangs.append(v)
-        self.gangs.sort(key=lambda v: v.rank)
-        self.by_node: dict[int, list[VictimGang]] = {}
-        for v in self.gangs:
-            for j in sorted({j for _, j in v.pods}):
-                self.by_node.setdefault(j, []).append(v)
+        self._protected: dict[str, str] = {}
+        self._now = _epoch(session.now)
+        self._heads: dict[str, VictimGang | None] = {}
+        """Group key -> the gang (``None``: not running, or its queue is gone)."""
+        self._valid: dict[str, bool] = {}
+        """Group key -> whether the gang may be evicted (protections checked)."""
+        self._node_victims: dict[int, list[VictimGang]] = {}
+        self._all: list[VictimGang] | None = None
+        snap = session.snap
+        timed = {q for q in snap.queues.queues if effective_min_runtime(session, q) is not None}
+        if timed:
+            for g in snap.groups.values():
+                if g.queue in timed:
+                    self.victim(g)
 
-    def _victim(self, g: GroupInfo, now: float | None) -> VictimGang | None:
+    # ------------------------------------------------------------------ one gang
+
+    def _head(self, g: GroupInfo) -> VictimGang | None:
+        """The gang as a possible victim, its protections not checked yet."""
+        if g.key in self._heads:
+            return self._heads[g.key]
+        head = None
         snap = self.session.snap
-        if g.queue not in snap.queues:
+        if g.queue in snap.queues:
+            node_pos = snap.node_pos
+            pods = [(p, node_pos.get(p.node_name, -1)) for p in g.pods
+                    if p.node_name and not p.terminal and not p.deleting]
+            if pods:
+                head = VictimGang(g, self, pods)
+        self._heads[g.key] = head
+        return head
+
+    def victim(self, g: GroupInfo) -> VictimGang | None:
+        """Group ``g`` as a victim, or ``None`` when it is not running or something protects it."""
+        v = self._head(g)
+        if v is None:
             return None
-        running = [p for p in g.pods if p.node_name and not p.terminal and not p.deleting]
-        if not running or any(p.key in snap.assumed for p in g.pods):
-            return None
+        ok = self._valid.get(g.key)
+        if ok is None:
+            ok = self._valid[g.key] = self._check(v)
+        return v if ok else None
+
+    def _check(self, v: VictimGang) -> bool:
+        """Whether ``v`` may be evicted; a protection found is noted in :attr:`protected`."""
+        g = v.group
+        snap = self.session.snap
+        running = [p for p, _ in v.pods]
+        if any(p.key in snap.assumed for p in g.pods):
+            return False
         if any(p.uid in self.session.disruption.avoid for p in running):
-            self.protected[g.key] = "its eviction was refused lately"
-            return None
-        why = self._protection(g, running, now)
+            self._protected[g.key] = "its eviction was refused lately"
+            return False
+        why = self._protection(g, running, self._now)
         if why is not None:
-            self.protected[g.key] = why
-            return None
-        pods = [(p, snap.node_pos[p.node_name]) for p in running if p.node_name in snap.node_pos]
-        if len(pods) != len(running):
-            return None
-        budgets: dict[int, tuple[int, int]] = {}
-        for p, _ in pods:
-            cover = self.budgets.covering(p)
-            if len(cover) > 1:
-                self.protected[g.key] = f"pod {p.key} is covered by more than one PodDisruptionBudget"
-                return None
-            for i in cover:
-                h, u = budgets.get(i, (0, 0))
-                budgets[i] = (h + 1, u) if disruption.is_healthy(p.obj) else (h, u + 1)
-        starts = [_epoch((p.obj.get("status") or {}).get("startTime")) or _epoch(p.created) or 0.0 for p, _ in pods]
-        demand, frees = self._frees(pods)
-        movable = all(_controller(p.obj) for p, _ in pods)
-        victim = VictimGang(g, pods, demand, frees, max(starts), movable, budgets)
+            self._protected[g.key] = why
+            return False
+        if any(j < 0 for _, j in v.pods):
+            return False
+        if self.budgets.pdbs:
+            for p in running:
+                cover = self.budgets.covering(p)
+                if len(cover) > 1:
+                    self._protected[g.key] = f"pod {p.key} is covered by more than one PodDisruptionBudget"
+                    return False
+                for i in cover:
+                    h, u = v.budgets.get(i, (0, 0))
+                    v.budgets[i] = (h + 1, u) if disruption.is_healthy(p.obj) else (h, u + 1)
         for f in self.session.profile.victim_filters:
-            why = f.protects(self.session, victim)
+            why = f.protects(self.session, v)
             if why is not None:
-                self.protected[g.key] = why
-                return None
-        return victim
+                self._protected[g.key] = why
+                return False
+        return True
 
     def _protection(self, g: GroupInfo, running: list[PodInfo], now: float | None) -> str | None:
         snap = self.session.snap
         pcs = snap.priority_classes
         spec = (g.obj or {}).get("spec") or {}
-        if _class_protects(pcs.get(spec.get("priorityClassName") or "")):
-            return f"PriorityClass {spec['priorityClassName']} is not preemptible ({PREEMPTIBLE_KEY})"
-        for p in running:
-            name = (p.obj.get("spec") or {}).get("priorityClassName") or ""
-            if _class_protects(pcs.get(name)):
-                return f"PriorityClass {name} of pod {p.key} is not preemptible ({PREEMPTIBLE_KEY})"
+        if pcs:
+            if _class_protects(pcs.get(spec.get("priorityClassName") or "")):
+                return f"PriorityClass {spec['priorityClassName']} is not preemptible ({PREEMPTIBLE_KEY})"
+            for p in running:
+                name = (p.obj.get("spec") or {}).get("priorityClassName") or ""
+                if _class_protects(pcs.get(name)):
+                    return f"PriorityClass {name} of pod {p.key} is not preemptible ({PREEMPTIBLE_KEY})"
         min_runtime = effective_min_runtime(self.session, g.queue)
         if min_runtime and now is not None:
             for p in running:
@@ -169,8 +236,8 @@ class VictimIndex:
                     return f"pod {p.key} ran less than the minRuntime of queue {g.queue}"
         return None
 
-    def _frees(self, pods: list[tuple[PodInfo, int]]) -> tuple[dict[str, float], dict[int, dict[int, float]]]:
-        """What the gang holds in accounting dimensions, and what evicting it frees per node and row."""
+    def frees(self, pods: list[tuple[PodInfo, int]]) -> dict[int, dict[int, float]]:
+        """What evicting ``pods`` frees per node and row."""
         s = self.session
         snap = s.snap
         uids = {p.uid for p, _ in pods}
@@ -202,12 +269,63 @@ class VictimIndex:
                         for cls in snap.device_classes.get(dev, ()):
                             row = snap.class_rows[cls]
                             at[row] = at.get(row, 0.0) + 1.0
-        return holdings(s, [p for p, _ in pods]), frees
+        return frees
+
+    # ------------------------------------------------------------------ many gangs
+
+    def any_victim(self, candidate: Callable[[VictimGang], bool]) -> bool:
+        """Whether some gang is a victim ``candidate`` admits (protections checked only for the
+        gangs it admits)."""
+        for g in self.session.snap.groups.values():
+            v = self._head(g)
+            if v is not None and candidate(v) and self.victim(g) is not None:
+                return True
+        return False
+
+    @property
+    def gangs(self) -> list[VictimGang]:
+        """Every victim of the cycle, in victim order."""
+        if self._all is None:
+            out = [v for g in self.session.snap.groups.values() if (v := self.victim(g)) is not None]
+            out.sort(key=lambda v: v.rank)
+            self._all = out
+        return self._all
+
+    @property
+    def protected(self) -> dict[str, str]:
+        """Group key -> why it may not be evicted, for every gang of the cycle."""
+        self.gangs  # noqa: B018 - every gang checked
+        return self._protected
+
+    @property
+    def by_node(self) -> dict[int, list[VictimGang]]:
+        """Node -> the victims with a pod there, in victim order (every node)."""
+        out: dict[int, list[VictimGang]] = {}
+        for v in self.gangs:
+            for j in sorted({j for _, j in v.pods}):
+                out.setdefault(j, []).append(v)
+        return out
+
+    def _on(self, j: int) -> list[VictimGang]:
+        """The victims with a pod on node ``j``, in victim order, worked out on first use."""
+        hit = self._node_victims.get(j)
+        if hit is None:
+            snap = self.session.snap
+            keys = {snap.group_of[k] for k in snap.on_node.get(j, ()) if k in snap.group_of}
+            hit = [v for k in keys if (g := snap.groups.get(k)) is not None and (v := self.victim(g)) is not None
+                   and any(at == j for _, at in v.pods)]
+            hit.sort(key=lambda v: v.rank)
+            self._node_victims[j] = hit
+        return hit
+
+    def has_victims(self, j: int) -> bool:
+        """Whether any gang of the cycle, evicted already or not, is a victim with a pod on node ``j``."""
+        return bool(self._on(j))
 
     def on_node(self, j: int, allowed: Callable[[VictimGang], bool]) -> list[VictimGang]:
         """Victims with a pod on node ``j`` that are not evicted yet and that ``allowed`` accepts."""
         gone = self.session.disruption.evicted_gangs
-        return [v for v in self.by_node.get(j, ()) if v.key not in gone and allowed(v)]
+        return [v for v in self._on(j) if v.key not in gone and allowed(v)]
 
 
 def _controller(pod: Obj) -> bool:

@@ -173,7 +173,7 @@ class VictimSearch:
         """Whether the rule admits any victim at all (memoised: candidates never appear mid-cycle)."""
         hit = self._has_candidates.get(rule.key)
         if hit is None:
-            hit = any(rule.candidate(v) for v in self.index.gangs)
+            hit = self.index.any_victim(rule.candidate)
             self._has_candidates[rule.key] = hit
         return hit
 
@@ -301,7 +301,7 @@ class VictimSearch:
         out: list[tuple[Cost, int, list[VictimGang]]] = []
         for pos in np.flatnonzero(ok):
             j = int(pos)
-            if j not in self.index.by_node:
+            if not self.index.has_victims(j):
                 continue
             version = int(s.node_version[j])
             hit = memo.get(j)
