@@ -2,6 +2,10 @@
 
 Deterministic (seeded names and uids, injectable clock) so ``drasched simulate`` gives
 byte-identical output for the same input. Contract: ``drasched.store.base.ClusterStore``.
+
+Stored objects are never changed in place: a write stores a new object (copy on write), so
+the watch history can hand every watcher the stored version itself (see
+:mod:`drasched.store.watchlog`) and a new version may share unchanged parts with the old.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from drasched.api.meta import format_time, merge_patch
 from drasched.api.selectors import field_selector_matches, label_selector_matches
 from drasched.api.validation.admin_access import admin_access_causes, admin_access_status_causes
 from drasched.store.base import ListResult, Obj, WatchEvent
+from drasched.store.watchlog import SharedObjectMutated, WatchLog, mutation_text, object_json
 from drasched.store.wire import clone, tree_copy
 
 # k8s.io/apimachinery/pkg/util/rand: no vowels and no confusable digits.
@@ -63,9 +68,9 @@ class MemoryStore:
         self._dependents: dict[str, dict[_Key, None]] = {}
         """Owner uid -> keys of the objects whose ownerReferences name it (garbage collection)."""
         self._rv = 0
-        self._history: list[tuple[int, ResourceType, WatchEvent]] = []
-        self._history_floor = 0  # events at or below this rv were compacted away
-        self._history_limit = history_limit
+        self._history = WatchLog(history_limit)
+        self._stored_json: dict[_Key, bytes] = {}
+        """With the history's check on: each stored object's JSON, to catch a watcher changing it."""
         self._clock = clock or _epoch_clock
         self._rand = random.Random(seed)
         self.auto_namespaces = auto_namespaces
@@ -79,17 +84,26 @@ class MemoryStore:
         return str(uuid.UUID(int=self._rand.getrandbits(128), version=4))
 
     def _record(self, rt: ResourceType, etype: Any, obj: Obj) -> None:
-        self._history.append((self._rv, rt, WatchEvent(etype, clone(obj))))
-        if len(self._history) > self._history_limit:
-            drop = len(self._history) - self._history_limit
-            self._history_floor = self._history[drop - 1][0]
-            del self._history[:drop]
+        """Add an event; ``obj`` is shared with the watchers, so it must not change after this."""
+        json = self._history.record(self._rv, rt, etype, obj)
+        if json is not None and etype != "DELETED":
+            md = obj["metadata"]
+            self._stored_json[self._key(rt, md["name"], md.get("namespace"))] = json
+
+    def _check_stored(self, key: _Key, obj: Obj) -> None:
+        """With the history's check on: fail if someone changed a stored object in place."""
+        want = self._stored_json.pop(key, None)
+        if want is not None and object_json(obj) != want:
+            raise SharedObjectMutated(f"{key[0].kind} {key[1]}/{key[2]} was changed in place after it was stored: "
+                                      + mutation_text(want, object_json(obj)))
 
     def _put(self, key: _Key, obj: Obj) -> None:
         """Store ``obj`` under ``key`` (a new key goes last; a replaced one keeps its place)."""
         old = self._objects.get(key)
         if old is not None:
             self._unindex(key, old)
+        if old is not None and self._history.checking:
+            self._check_stored(key, old)
         self._objects[key] = obj
         self._kinds.setdefault(key[0], {})[key] = obj
         md = obj.get("metadata") or {}
@@ -103,6 +117,8 @@ class MemoryStore:
         obj = self._objects.pop(key)
         self._kinds[key[0]].pop(key, None)
         self._unindex(key, obj)
+        if self._history.checking:
+            self._check_stored(key, obj)
         return obj
 
     def _unindex(self, key: _Key, obj: Obj) -> None:
@@ -296,7 +312,9 @@ class MemoryStore:
             # Status writes change status alone (ResetObjectMetaForStatus upstream).
             if not rt.has_status:
                 raise NotFound(f"the server could not find the requested resource ({rt.plural}/status)")
-            merged = clone(current)
+            # the stored spec is shared, not copied: stored objects never change in place
+            merged = dict(current)
+            merged["metadata"] = dict(current["metadata"])
             if rt is kinds.POD:
                 # A pod's status write keeps metadata changes (no ResetObjectMetaForStatus upstream).
                 for field in ("labels", "annotations"):
@@ -318,7 +336,7 @@ class MemoryStore:
             # Spec writes keep the stored status; server-owned metadata is preserved.
             if rt.has_status:
                 if "status" in current:
-                    new["status"] = clone(current["status"])
+                    new["status"] = current["status"]  # shared, as above
                 else:
                     new.pop("status", None)
             nmd = new.setdefault("metadata", {})
@@ -366,9 +384,10 @@ class MemoryStore:
         current = self._require(rt, name, namespace)
         if subresource not in (None, "status"):
             raise BadRequest(f"unsupported subresource {subresource!r}")
-        merged = merge_patch(current, patch)
+        merged = merge_patch(current, patch)  # shares what the patch leaves alone with the stored object
         want_rv = ((patch.get("metadata") or {}).get("resourceVersion"))
-        merged["metadata"]["resourceVersion"] = want_rv or current["metadata"]["resourceVersion"]
+        rv = want_rv or current["metadata"]["resourceVersion"]
+        merged["metadata"] = {**merged["metadata"], "resourceVersion": rv}
         return self._write(merged, status_only=subresource == "status")
 
     def delete(
@@ -472,20 +491,13 @@ class MemoryStore:
         namespace: str | None = None,
         timeout_seconds: float = 1.0,
     ) -> Iterator[WatchEvent]:
+        """Events after ``resource_version``. Unlike every other read, the objects are not the
+        caller's own: each event's object is shared by every watcher and must not be mutated
+        (see :mod:`drasched.store.watchlog`)."""
         since = int(resource_version or 0)
-        if since < self._history_floor:
-            raise Gone(f"too old resource version: {since} ({self._history_floor + 1})")
-        # History is ordered by rv: find the first event after `since`.
-        lo, hi = 0, len(self._history)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self._history[mid][0] <= since:
-                lo = mid + 1
-            else:
-                hi = mid
-        for _, t, ev in self._history[lo:]:
-            if t is rt and (not namespace or (ev.object.get("metadata") or {}).get("namespace") == namespace):
-                yield WatchEvent(ev.type, clone(ev.object))
+        if since < self._history.floor:
+            raise Gone(f"too old resource version: {since} ({self._history.floor + 1})")
+        yield from self._history.events_after(rt, since, namespace)
 
     def close(self) -> None:
         pass
@@ -497,8 +509,7 @@ class MemoryStore:
 
     def compact(self) -> None:
         """Forget the watch history (as etcd compaction would): older watches get Gone."""
-        self._history_floor = self._rv
-        self._history.clear()
+        self._history.compact(self._rv)
 
     def all_objects(self) -> builtins.list[Obj]:
         """Every stored object, in dependency-then-name order."""

@@ -92,10 +92,14 @@ class DeploymentController(WorkloadBase):
     watched = (kinds.REPLICA_SET, kinds.POD)
 
     def sync(self, dep: Obj) -> bool:
+        # Our own top-level copies: a write's result replaces their fields below (``update``),
+        # while the informers' objects stay as the store shares them, read-only.
+        dep = dict(dep)
         spec = spec_of(dep)
-        sets = owned_by(self.informer(kinds.REPLICA_SET).values()).get(md(dep).get("uid", ""), [])
-        sets = sorted(sets, key=lambda rs: (int((md(rs).get("annotations") or {}).get(REVISION, "0") or 0),
-                                            md(rs).get("name", "")))
+        owned = owned_by(self.informer(kinds.REPLICA_SET).values()).get(md(dep).get("uid", ""), [])
+        sets = sorted((dict(rs) for rs in owned),
+                      key=lambda rs: (int((md(rs).get("annotations") or {}).get(REVISION, "0") or 0),
+                                      md(rs).get("name", "")))
         template = spec.get("template") or {}
         want_hash = template_hash(template, int((dep.get("status") or {}).get("collisionCount") or 0))
         current = next((rs for rs in sets if (md(rs).get("labels") or {}).get(POD_TEMPLATE_HASH) == want_hash), None)
