@@ -501,6 +501,19 @@ class _ControllerIndex:
         return [o for o in found if o is not None and controller_uid(o) == owner_uid]
 
 
+def _same_version(cached: Obj | None, new: Obj) -> bool:
+    """Whether ``new`` is the version we hold already (our own write's result, put before its
+    event came): the same resourceVersion, or, without one, the same content."""
+    if cached is None:
+        return False
+    if cached is new:
+        return True
+    rv = (new.get("metadata") or {}).get("resourceVersion")
+    if rv:
+        return bool((cached.get("metadata") or {}).get("resourceVersion") == rv)
+    return cached == new
+
+
 def shared_informers(store: object) -> SharedInformers | None:
     """The shared feeds behind ``store``, or None for a store that consumers drain themselves."""
     informers = getattr(store, "informers", None) if isinstance(store, InformedStore) else None
@@ -557,7 +570,7 @@ class Informer:
                 if ev.type == "DELETED":
                     changed = self._objects.pop(key, None) is not None or changed
                 else:
-                    changed = changed or self._objects.get(key) != ev.object
+                    changed = changed or not _same_version(self._objects.get(key), ev.object)
                     self._objects[key] = ev.object
         except Gone:
             return self._relist()
