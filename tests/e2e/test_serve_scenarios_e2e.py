@@ -252,7 +252,7 @@ class Serving:
         names of controllers left out."""
         controllers = [c for c in build_controllers(enable_claim_controller=True) if c.name not in without]
         if claims_only:
-            controllers = [c for c in controllers if c.name == "resourceclaim-controller"]
+            controllers = [c for c in controllers if c.name in ("resourceclaim-controller", "resourceclaim-cleanup")]
         self.stop = threading.Event()
         self.error: BaseException | None = None
         self.store = store or cluster.store()

@@ -39,6 +39,8 @@ class BinderController:
     """
 
     name = "binder"
+    watches = (kinds.BIND_REQUEST, kinds.POD)
+    """What wakes it in serve: a request, and a pod (a bind finishing shows as one)."""
 
     def __init__(self, *, max_attempts: int = 5, backoff: Backoff | None = None, workers: int = 16,
                  record_success: bool = True) -> None:

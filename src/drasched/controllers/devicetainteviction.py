@@ -144,6 +144,9 @@ class DeviceTaintEvictionController:
     def __init__(self, rules_kind: ResourceType | None = kinds.DEVICE_TAINT_RULE) -> None:
         self.rules_kind = rules_kind
         """Where DeviceTaintRules are read (serve: the version the API server serves, or None)."""
+        self.watches = (kinds.POD, kinds.RESOURCE_CLAIM, kinds.RESOURCE_SLICE,
+                        *((rules_kind,) if rules_kind is not None else ()))
+        """What wakes it in serve (the kinds it reads)."""
         self._store: object | None = None
         self._evicted: dict[str, int] = {}
         """Rule uid -> pods this controller evicted because of it (upstream ``taintRuleStats``)."""
@@ -189,13 +192,15 @@ class DeviceTaintEvictionController:
             return False
         self._due = None
         rule_objs, rules, taints = self._rule_objs, self._rules, self._taints
-        claims = {(str((c.get("metadata") or {}).get("namespace", "")), str((c.get("metadata") or {}).get("name"))): c
-                  for c in self.claims.values()}
         now = ctx.now()
         progress = False
         pending: list[PendingPod] = []
         can_evict = (any(r.taint.effect == NO_EXECUTE for r in rules)
                      or any(t.effect == NO_EXECUTE for ts in taints.values() for t in ts))
+        if not can_evict and not rule_objs:  # the common case: no taint anywhere, nothing to read
+            return self._cancel(ctx, pending)
+        claims = {(str((c.get("metadata") or {}).get("namespace", "")), str((c.get("metadata") or {}).get("name"))): c
+                  for c in self.claims.values()}
         for pod in sorted(self.pods.values(), key=_pod_key) if can_evict else ():  # else no need to look
             md = pod.get("metadata") or {}
             if md.get("deletionTimestamp") or md.get("uid") in self._done:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import timedelta
 from typing import Any
@@ -142,9 +142,17 @@ class ResourceClaimController:
 
     name = "resourceclaim-controller"
 
-    def __init__(self, *, workers: int = 1, batch: int = 0) -> None:
+    def __init__(self, *, workers: int = 1, batch: int = 0, keys: Iterable[str] = (POD, GROUP, CLAIM),
+                 name: str | None = None) -> None:
         self.workers = workers
         self.batch = batch
+        self.watches = (kinds.POD, kinds.RESOURCE_CLAIM, kinds.RESOURCE_CLAIM_TEMPLATE, kinds.POD_GROUP)
+        """What wakes it in serve (the kinds it reads)."""
+        self.keys = frozenset(keys)
+        """Which keys this instance syncs (``POD``, ``GROUP``, ``CLAIM``): serve runs two, see
+        :func:`split_claim_controller`; embedded one with all."""
+        if name is not None:
+            self.name = name
         self.queue: WorkQueue[str] = WorkQueue()
         self._queued_pods: dict[str, str] = {}
         """Uid -> key of each pod whose ``pod:`` key waits in the queue (see :meth:`queued`)."""
@@ -153,6 +161,10 @@ class ResourceClaimController:
         self._pool: ThreadPoolExecutor | None = None
         self._store: ClusterStore | None = None
         self._warned: dict[tuple[str, str], str] = {}
+        self._deleted: dict[Key, str] = {}
+        """Claims this controller deleted (key -> uid) whose deletion the watch has not shown
+        yet: a sync of the old copy meanwhile (a change we wrote just before the delete) would
+        send the delete again."""
 
     # ---- driving ---------------------------------------------------------------------------
     def _attach(self, store: ClusterStore) -> None:
@@ -168,6 +180,7 @@ class ResourceClaimController:
         self._queued_pods.clear()
         self._queued_uid.clear()
         self._warned.clear()
+        self._deleted.clear()
 
     def reconcile(self, ctx: ControllerContext) -> bool:
         """Enqueue what changed, then sync every key that is ready; True when it wrote."""
@@ -230,7 +243,8 @@ class ResourceClaimController:
             self._on_claim(k, c, *cb)
 
     def _add(self, item: str) -> None:
-        self.queue.add(item)
+        if item[:item.index(":") + 1] in self.keys:
+            self.queue.add(item)
 
     def _add_claims(self, keys: set[Key]) -> None:
         for k in sorted(keys):
@@ -239,6 +253,8 @@ class ResourceClaimController:
 
     def _enqueue_pod(self, key: Key) -> None:
         """Upstream ``enqueuePod``'s second half: queue the pod if it needs work (``podNeedsWork``)."""
+        if POD not in self.keys:
+            return
         pod = self.pods.get(key[1], key[0])
         if pod is None or not (pod.get("spec") or {}).get("resourceClaims"):
             return
@@ -274,7 +290,9 @@ class ResourceClaimController:
     def _on_claim(self, key: Key, claim: Obj | None, old_owner: frozenset[str], old_consumers: frozenset[str],
                   groups_changed: set[str]) -> None:
         idx = self.index
-        if claim is not None:
+        if claim is None:
+            self._deleted.pop(key, None)
+        else:
             self._add(_key(CLAIM, key))  # upstream: every added or updated claim is checked
         for pod_key in sorted(idx.pods_by_claim.keys_for(key)):
             self._enqueue_pod(pod_key)
@@ -624,7 +642,7 @@ class ResourceClaimController:
     def _sync_claim(self, key: Key) -> bool:
         """Upstream ``syncClaim``: release, deallocate, drop the finalizer, delete if unneeded."""
         claim = self.claims.get(key[1], key[0])
-        if claim is None:
+        if claim is None or self._deleted.get(key) == _uid(claim):
             return False
         plan = plan_release(claim, [self._why_release(claim, ref) for ref in reserved_for(claim)])
         progress = False
@@ -702,6 +720,21 @@ class ResourceClaimController:
             self.claims.forget(_name(claim), ns)
             return False
         self._put_claim(left, _name(claim), ns)
+        if left is None:
+            self._deleted[(ns, _name(claim))] = _uid(claim)
         self.ctx.decide(self.name, "delete", claim, f"deleted ResourceClaim {_name(claim)}: {reason}")
         return True
 
+
+
+def split_claim_controller(*, workers: int, batch: int) -> tuple[ResourceClaimController, ResourceClaimController]:
+    """Serve's claim controller as two instances over the same shared watches: one syncs pods
+    and PodGroups (the claims a new pod waits for; it runs in the scheduler's thread, just
+    before it) and one syncs claims (release, deallocation, finalizers, orphans; a thread of
+    its own). One instance would make every new pod wait, before the scheduler sees it, for
+    the cleanup of the claims of pods that just went away: a chain of round trips per claim.
+    Each instance keeps its own index from the same events, so neither reads the other's state.
+    """
+    pods = ResourceClaimController(workers=workers, batch=batch, keys=(POD, GROUP))
+    claims = ResourceClaimController(workers=workers, keys=(CLAIM,), name="resourceclaim-cleanup")
+    return pods, claims

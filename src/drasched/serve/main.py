@@ -89,11 +89,11 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
     queued = None
     if enable_claim_controller:
         from drasched.controllers.devicetainteviction import DeviceTaintEvictionController
-        from drasched.controllers.resourceclaim import ResourceClaimController
+        from drasched.controllers.resourceclaim import split_claim_controller
 
-        claim_controller = ResourceClaimController(workers=WRITE_WORKERS, batch=CLAIM_BATCH)
+        claim_controller, claim_cleanup = split_claim_controller(workers=WRITE_WORKERS, batch=CLAIM_BATCH)
         queued = claim_controller.queued
-        controllers.append(claim_controller)
+        controllers += [claim_controller, claim_cleanup]
         controllers.append(DeviceTaintEvictionController(rules_kind=taint_rules))
     # In a cluster only pods naming drasched are ours (the config's schedulerNames), unlike simulate.
     config = load_config(config_path)
@@ -295,13 +295,15 @@ def _run_threaded(
     def loop(lane: Sequence[Controller]) -> None:
         ctx = LiveContext(store, metrics, events=events)
         name = "+".join(c.name for c in lane)
+        watches = _lane_watches(lane)
+        min_interval = min_round_interval if any(c.name == "scheduler" for c in lane) else IO_ROUND_INTERVAL
         started = cpu = 0.0
         while not done.is_set():
             last_round[name] = time.monotonic()
             if not leading.is_set():
                 leading.wait(period)
                 continue
-            pace = max(min_round_interval, BUSY_FACTOR * cpu) - (time.perf_counter() - started)
+            pace = max(min_interval, BUSY_FACTOR * cpu) - (time.perf_counter() - started)
             if pace > 0:
                 done.wait(pace)
             seen = informers.version
@@ -325,7 +327,7 @@ def _run_threaded(
             if not progressed:
                 wake = ctx.next_wakeup()
                 delay = period if wake is None else max(0.0, min(period, (wake - ctx.now()).total_seconds()))
-                informers.wait(seen, delay)  # a watch event ends the nap at once
+                informers.wait(seen, delay, watches)  # a change it reads ends the nap at once
 
     threads = [threading.Thread(target=loop, args=(lane,), name="controller-" + "+".join(c.name for c in lane),
                                 daemon=True) for lane in _lanes(controllers)]
@@ -373,6 +375,25 @@ def _run_threaded(
     if lost:
         raise LeadershipLost("leader election lost")
     return loops
+
+
+IO_ROUND_INTERVAL = 0.005
+"""The shortest time between two rounds of a lane without the scheduler (the binder, the claim
+cleanup, the taint eviction): their rounds hand round trips to workers or wait on them, cost
+little CPU, and a pod waits for each (``min_round_interval`` is the scheduler lane's, where a
+longer rest turns a burst into one cycle)."""
+
+
+def _lane_watches(lane: Sequence[Controller]) -> tuple[ResourceType, ...] | None:
+    """The kinds whose changes wake a lane: the union of its controllers' ``watches``; None (every
+    change) if one of them does not say."""
+    found: list[ResourceType] = []
+    for c in lane:
+        watches = getattr(c, "watches", None)
+        if watches is None:
+            return None
+        found += [rt for rt in watches if rt not in found]
+    return tuple(found)
 
 
 BEFORE_SCHEDULER = ("resourceclaim-controller", "implicit-gangs")

@@ -81,6 +81,8 @@ class KindFeed:
         self._floor = 0
         """Entries with a sequence at or below this were trimmed: older cursors start over."""
         self._synced = threading.Event()
+        self.last_seq = 0
+        """The sequence number of this feed's latest change (see :meth:`SharedInformers.wait`)."""
         self.relists = 0
         """Relists after the first list (a watch that got 410 Gone or kept failing)."""
         self.reflector = _ReplacingReflector(
@@ -106,8 +108,8 @@ class KindFeed:
                 log.exception("%s informer: list failed (%d in a row)", self.rt.kind, failures)
                 stop.wait(min(5.0, 0.1 * 2**failures))
         with self._lock:
+            self.last_seq = self._owner._next_seq()
             self._synced.set()
-            self._owner._next_seq()
         self._owner._notify()
         self.reflector.run(stop)
 
@@ -116,7 +118,7 @@ class KindFeed:
             return  # the first list: every consumer starts from the whole cache
         key = key_of(obj)
         with self._lock:
-            seq = self._owner._next_seq()
+            seq = self.last_seq = self._owner._next_seq()
             self._seqs.append(seq)
             self._keys.append(key)
             if len(self._seqs) > self._max_log:
@@ -141,7 +143,7 @@ class KindFeed:
             return  # the first list: every consumer starts from the whole cache anyway
         with self._lock:
             self.relists += 1
-            self._floor = self._owner._next_seq()
+            self._floor = self.last_seq = self._owner._next_seq()
             self._seqs.clear()
             self._keys.clear()
             relists = self.relists
@@ -233,10 +235,23 @@ class SharedInformers:
         """Moves forward on every change any feed sees (and when a feed finishes listing)."""
         return self._seq
 
-    def wait(self, since: int, timeout: float) -> int:
-        """Block until ``version`` passes ``since`` or ``timeout`` seconds pass; the version."""
+    def wait(self, since: int, timeout: float, kinds: Iterable[ResourceType] | None = None) -> int:
+        """Block until ``version`` passes ``since`` or ``timeout`` seconds pass; the version.
+
+        With ``kinds``, only a change to one of those kinds (or a feed of theirs finishing
+        its list) ends the wait: a controller that reads BindRequests is not woken by every
+        pod heartbeat of the cluster.
+        """
+        if kinds is None:
+            def changed() -> bool:
+                return self._seq > since
+        else:
+            feeds = [self.feed(rt) for rt in kinds]
+
+            def changed() -> bool:
+                return any(f.last_seq > since for f in feeds)
         with self._cond:
-            self._cond.wait_for(lambda: self._seq > since or self.stopped.is_set(), timeout=max(0.0, timeout))
+            self._cond.wait_for(lambda: changed() or self.stopped.is_set(), timeout=max(0.0, timeout))
             return self._seq
 
     # -- feeds -------------------------------------------------------------------------------

@@ -12,8 +12,10 @@ from drasched.sim.clock import DEFAULT_START
 from drasched.sim.context import SimContext
 from tests.unit.controllers.helpers import (
     NS,
+    allocation,
     by_name,
     claim,
+    claims_in,
     decisions,
     events,
     from_template,
@@ -25,6 +27,7 @@ from tests.unit.controllers.helpers import (
     pod,
     pod_ref,
     settle,
+    template,
 )
 
 
@@ -194,3 +197,34 @@ def test_an_api_error_on_one_object_does_not_stop_the_others() -> None:
     assert must_claim(ctx, "broken")["status"]["allocation"]
     (warning,) = events(ctx, "ResourceClaimControllerError", "broken")
     assert warning["message"].startswith("etcdserver: request timed out")
+
+
+def test_serves_two_claim_controllers_split_the_work_between_them() -> None:
+    """serve runs the pods' half in the scheduler's thread and the claims' half apart: each does
+    only its own half, and the two together do what one does."""
+    from drasched.controllers.resourceclaim import split_claim_controller
+
+    ctx = new_ctx()
+    ctx.store.restore(template("gpu"))
+    ctx.store.restore(pod("job", [from_template("gpu", "gpu")], node="node-a"))
+    pods_half, claims_half = split_claim_controller(workers=1, batch=0)
+    settle(ctx, [claims_half])
+    assert claims_in(ctx) == [], "the claims' half created a pod's claim"
+    settle(ctx, [pods_half])
+    [c] = claims_in(ctx)
+    name = c["metadata"]["name"]
+    _allocate_and_reserve(ctx, name, get_pod(ctx, "job"))
+    _set_phase(ctx, "job", "Succeeded")
+    settle(ctx, [pods_half])
+    assert get_claim(ctx, name) is not None, "the pods' half released or deleted a claim"
+    settle(ctx, [claims_half])
+    assert get_claim(ctx, name) is None
+    assert [d.action for d in ctx.decisions if d.object.endswith("/" + name)] == [
+        "create", "release", "deallocate", "remove-finalizer", "delete"]
+    assert {d.controller for d in ctx.decisions if d.action == "delete"} == {"resourceclaim-cleanup"}
+
+
+def _allocate_and_reserve(ctx: SimContext, name: str, p: dict) -> None:
+    ctx.store.patch(kinds.RESOURCE_CLAIM, name, NS, {"metadata": {"finalizers": [DELETE_PROTECTION_FINALIZER]}})
+    ctx.store.patch(kinds.RESOURCE_CLAIM, name, NS, {"status": {"allocation": allocation(), "reservedFor": [
+        pod_ref(p)]}}, subresource="status")

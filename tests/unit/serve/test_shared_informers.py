@@ -79,6 +79,27 @@ def test_wait_returns_as_soon_as_a_watch_event_arrives(store: BlockingStore, inf
     assert woke_at[0] > seen
 
 
+def test_a_wait_for_some_kinds_sleeps_through_changes_to_others(store: BlockingStore,
+                                                                informers: SharedInformers) -> None:
+    """A lane that reads BindRequests is not woken by every pod or ConfigMap of the cluster."""
+    informers.start([kinds.CONFIG_MAP, kinds.PRIORITY_CLASS])
+    assert informers.wait_for_sync(5)
+    seen = informers.version
+    woke_at: list[int] = []
+    waiter = threading.Thread(target=lambda: woke_at.append(
+        informers.wait(seen, timeout=3600.0, kinds=[kinds.PRIORITY_CLASS])), daemon=True)
+    waiter.start()
+    store.create(cm("other"))
+    wait_until(lambda: informers.feed(kinds.CONFIG_MAP).get("other", "default") is not None)
+    time.sleep(0.2)  # time for a wrong wake-up to happen
+    assert waiter.is_alive(), "a ConfigMap change woke a wait for PriorityClasses"
+    store.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+                  "value": 1000})
+    waiter.join(60)  # a hang guard
+    assert not waiter.is_alive(), "the PriorityClass change did not end the wait"
+    assert woke_at[0] > seen
+
+
 def test_a_consumer_whose_cursor_fell_off_the_log_starts_over(store: BlockingStore) -> None:
     informers = SharedInformers(store, watch_timeout=0.2, max_log=4)
     try:
@@ -217,12 +238,13 @@ def test_serve_loop_reacts_to_a_change_without_waiting_for_its_period(store: Blo
     assert reacted == {"one", "two"}
 
 
-def test_claim_controller_shares_the_schedulers_thread_and_runs_first() -> None:
+def test_claim_controller_shares_the_schedulers_thread_and_runs_first_its_cleanup_apart() -> None:
     from drasched.serve.main import _lanes, build_controllers
 
     lanes = _lanes(build_controllers(enable_claim_controller=True))
     assert [[c.name for c in lane] for lane in lanes] == [
-        ["device-taint-eviction-controller"], ["resourceclaim-controller", "implicit-gangs", "scheduler"], ["binder"]]
+        ["resourceclaim-cleanup"], ["device-taint-eviction-controller"],
+        ["resourceclaim-controller", "implicit-gangs", "scheduler"], ["binder"]]
     assert [[c.name for c in lane] for lane in _lanes(build_controllers())] == [
         ["implicit-gangs", "scheduler"], ["binder"]]
 
