@@ -53,11 +53,12 @@ def format_units(name: str, units: float | Fraction) -> str:
 
 def _container_requests(container: Obj) -> dict[str, float]:
     res = container.get("resources") or {}
-    requests = dict(res.get("requests") or {})
+    out = {name: _units_cached(name, value) for name, value in (res.get("requests") or {}).items()}
     # The API server defaults a missing request to the limit.
     for name, value in (res.get("limits") or {}).items():
-        requests.setdefault(name, value)
-    return {name: to_units(name, value) for name, value in requests.items()}
+        if name not in out:
+            out[name] = _units_cached(name, value)
+    return out
 
 
 def _add(into: dict[str, float], more: Mapping[str, float]) -> None:

@@ -55,7 +55,7 @@ from drasched.scheduler.groups import GroupInfo, build_group, group_key, member_
 from drasched.scheduler.podinfo import NodeInfo, PodInfo, parse_node, parse_pod
 from drasched.scheduler.queues import QueueTree, build_queue_tree
 from drasched.scheduler.resources import ResourceIndex
-from drasched.scheduler.usage import QueueUsage, UsageLedger
+from drasched.scheduler.usage import PodUsage, QueueUsage, UsageLedger
 from drasched.scheduler.world import World, counted_node, pod_usage, queue_shape, recount_node
 from drasched.scheduler.worldcheck import check_same_world
 
@@ -368,8 +368,11 @@ class SnapshotBuilder:
             recount_node(w, j)
         pgs = cache.objects(kinds.POD_GROUP)
         templates = cache.objects(kinds.RESOURCE_CLAIM_TEMPLATE)
+        usages: list[tuple[str, PodUsage]] = []
         for gkey in w.members:
-            self._rebuild_group(w, gkey, pgs, templates)
+            self._rebuild_group(w, gkey, pgs, templates, usages)
+        assert w.ledger is not None
+        w.ledger.fill(usages, _ClaimDemand(w.claims))
         return w
 
     def _allocator(self, cache: SchedulerCache, classes: list[Obj], state: AllocatedState) -> Allocator:
@@ -416,8 +419,10 @@ class SnapshotBuilder:
             groups.add(gkey)
         return nodes, groups
 
-    def _rebuild_group(self, w: World, gkey: str, pgs: Mapping[str, Obj], templates: Mapping[str, Obj]) -> None:
-        """Build group ``gkey`` again from its members: its pods' claims and queue usage with it."""
+    def _rebuild_group(self, w: World, gkey: str, pgs: Mapping[str, Obj], templates: Mapping[str, Obj],
+                       usages: list[tuple[str, PodUsage]] | None = None) -> None:
+        """Build group ``gkey`` again from its members: its pods' claims and queue usage with it
+        (a full build passes ``usages``: the pods' usage goes there, for one ledger fill)."""
         assert w.ledger is not None
         old = w.groups.pop(gkey, None)
         w.pending.discard(gkey)
@@ -431,7 +436,9 @@ class SnapshotBuilder:
                     w.pod_claims.pop(p.key, None)
                     w.claim_users.put(p.key, ())
             return
-        members = sorted((w.pods[k] for k in keys), key=member_order)
+        members = [w.pods[k] for k in keys]
+        if len(members) > 1:
+            members.sort(key=member_order)
         g = build_group(gkey, members, pgs.get(gkey) if members[0].group_label else None, w.assumed, w.prio,
                         w.tree.queues, self.profile.topology)
         w.groups[gkey] = g
@@ -440,6 +447,7 @@ class SnapshotBuilder:
         if g.label_mismatch:
             w.mismatched.add(gkey)
         claim_demand = _ClaimDemand(w.claims)
+        queued = g.queue in w.tree.queues
         for p in members:
             if p.claim_entries and not p.terminal:
                 w.pod_claims[p.key] = resolve_pod_claims(p.namespace, p.obj, p.uid, p.claim_entries, g.obj,
@@ -447,12 +455,16 @@ class SnapshotBuilder:
                 w.claim_users.put(p.key, named_claims(p.namespace, p.obj, p.claim_entries, g.obj))
             else:
                 w.pod_claims.pop(p.key, None)
-                w.claim_users.put(p.key, ())
+                if p.key in w.claim_users.of:
+                    w.claim_users.put(p.key, ())
             usage = None
-            if g.queue in w.tree.queues:
+            if queued:
                 keys_of = [c.key for c in w.pod_claims.get(p.key, ()) if c.key]
                 usage = pod_usage(p, g, w.assumed, keys_of, self._pod_demand)
-            w.ledger.set_pod(p.key, usage, claim_demand)
+            if usages is None:
+                w.ledger.set_pod(p.key, usage, claim_demand)
+            elif usage is not None:
+                usages.append((p.key, usage))
         for p in old.pods if old is not None else ():
             if w.group_of.get(p.key) is None:  # left every group (gone, or no longer ours)
                 w.ledger.set_pod(p.key, None, {})
@@ -677,7 +689,10 @@ def _gives_back(old: ClaimInfo, new: ClaimInfo | None) -> bool:
 
 
 def _queue_specs(tree: QueueTree) -> dict[str, Any]:
-    return {name: (q.obj or {}).get("spec") for name, q in tree.queues.items()}
+    """What a cycle reads of each queue's settings, as parsed: the default queue the scheduler
+    stands in for and the one it then creates (an empty spec) read the same, so creating it
+    wakes no gang that failed; a quota, limit, weight, priority or minRuntime change does."""
+    return {name: (q.parent, q.priority, q.resources, q.min_runtime) for name, q in tree.queues.items()}
 
 
 def _kept(assumed_res: dict[str, list[Obj]]) -> dict[str, list[Obj]]:

@@ -47,14 +47,19 @@ class QueueUsage:
 
     def add(self, kind: str, queue: str, demand: Mapping[str, float], sign: float = 1.0) -> None:
         """Add (or with ``sign=-1`` remove) ``demand`` to ``queue`` and every ancestor."""
+        if not demand:
+            return
+        items = [(d, sign * v) for d, v in demand.items()]
         own = self.own[kind].setdefault(queue, {})
-        for d, v in demand.items():
-            own[d] = _tidy(own.get(d, 0.0) + sign * v)
+        for d, v in items:
+            x = own.get(d, 0.0) + v
+            own[d] = 0.0 if -_RESIDUE < x < _RESIDUE else x  # _tidy, inlined: this runs per pod
         table = self.sums[kind]
         for q in self.tree.ancestors(queue):
             row = table.setdefault(q, {})
-            for d, v in demand.items():
-                row[d] = _tidy(row.get(d, 0.0) + sign * v)
+            for d, v in items:
+                x = row.get(d, 0.0) + v
+                row[d] = 0.0 if -_RESIDUE < x < _RESIDUE else x
 
     def new_claims(self, kind: str, queue: str, keys: Iterable[str]) -> list[str]:
         """Claims not yet counted for ``queue`` (the caller then marks them with :meth:`mark`)."""
@@ -131,6 +136,24 @@ class UsageLedger:
                 self.usage.add(kind, new.queue, new.demand)
                 for c in new.claims:
                     self._ref(kind, new.queue, c, claim_demand.get(c, {}))
+
+    def fill(self, pods: Iterable[tuple[str, PodUsage]], claim_demand: Mapping[str, Mapping[str, float]]) -> None:
+        """What :meth:`set_pod` of each of ``pods`` would give an empty ledger, with each
+        queue's sums added once (a full build of a large cluster: one pass, not one per pod)."""
+        assert not self._pods, "fill starts from an empty ledger"
+        own: dict[tuple[str, str], dict[str, float]] = {}
+        for key, new in pods:
+            self._pods[key] = new
+            for kind in new.kinds:
+                acc = own.get((kind, new.queue))
+                if acc is None:
+                    acc = own[(kind, new.queue)] = {}
+                for d, v in new.demand.items():
+                    acc[d] = acc.get(d, 0.0) + v
+                for c in new.claims:
+                    self._ref(kind, new.queue, c, claim_demand.get(c, {}))
+        for (kind, queue), demand in own.items():
+            self.usage.add(kind, queue, demand)
 
     def set_claim(self, claim: str, demand: Mapping[str, float]) -> None:
         """A claim's device demand changed (allocated, or gone): count the new one where it is counted."""

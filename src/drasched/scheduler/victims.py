@@ -148,6 +148,8 @@ class VictimIndex:
         """Group key -> whether the gang may be evicted (protections checked)."""
         self._node_victims: dict[int, list[VictimGang]] = {}
         self._all: list[VictimGang] | None = None
+        self._running: list[VictimGang] | None = None
+        """Every running gang, its protections not checked yet (what :meth:`any_victim` asks)."""
         snap = session.snap
         timed = {q for q in snap.queues.queues if effective_min_runtime(session, q) is not None}
         if timed:
@@ -276,11 +278,9 @@ class VictimIndex:
     def any_victim(self, candidate: Callable[[VictimGang], bool]) -> bool:
         """Whether some gang is a victim ``candidate`` admits (protections checked only for the
         gangs it admits)."""
-        for g in self.session.snap.groups.values():
-            v = self._head(g)
-            if v is not None and candidate(v) and self.victim(g) is not None:
-                return True
-        return False
+        if self._running is None:
+            self._running = [v for g in self.session.snap.groups.values() if (v := self._head(g)) is not None]
+        return any(candidate(v) and self.victim(v.group) is not None for v in self._running)
 
     @property
     def gangs(self) -> list[VictimGang]:

@@ -38,8 +38,11 @@ def _cluster() -> tuple[SimContext, VirtualClock, SchedulerController]:
     ctx.store.create(_pod("big", "2"))
     sched = SchedulerController(SchedulerConfig())
     sched.reconcile(ctx)
-    sched.reconcile(ctx)  # the default queue the first cycle created is a new queue: big is tried again
     assert sched.last is not None and sched.last.failed_gangs == {"pod:default/big"}
+    # The first cycle created the default Queue, with the settings the scheduler assumed without it.
+    assert ctx.store.get(kinds.QUEUE, "default")["spec"] == {"priority": 100}
+    sched.reconcile(ctx)  # so no queue setting changed: big is not tried again
+    assert _tried(sched) == set()
     return ctx, clock, sched
 
 
@@ -99,3 +102,12 @@ def test_a_gang_whose_condition_write_was_refused_is_not_parked_and_is_tried_aga
     sched.reconcile(ctx)
     cond = store.get(kinds.POD, "big", "default")["status"]["conditions"]
     assert [(c["type"], c["status"]) for c in cond] == [("PodScheduled", "False")]
+
+
+def test_a_queue_setting_change_wakes_it() -> None:
+    ctx, _, sched = _cluster()
+    queue = ctx.store.get(kinds.QUEUE, "default")
+    queue["spec"] = {"priority": 200}
+    ctx.store.update(queue)
+    sched.reconcile(ctx)
+    assert _tried(sched) == {"pod:default/big"}  # tried again (and still does not fit)
