@@ -24,6 +24,7 @@ from drasched.api.kinds import ResourceType
 from drasched.store.base import ListResult, Obj, WatchEvent
 from drasched.store.credentials import ClientConfig, RateLimiter, StaticToken, load_client_config
 from drasched.store.transport import (
+    CurlTransport,
     NoAnswer,
     ReadTimeout,
     Request,
@@ -141,6 +142,10 @@ class KubeStore:
                                    config.key_file)
             # tls-server-name: the name the serving certificate is checked against (SNI too)
             transport = Urllib3Transport(self.server, tls, config.tls_server_name)
+            if not config.tls_server_name:  # libcurl cannot check the certificate against another name
+                transport = CurlTransport(self.server, ca_file=config.ca_file, ca_data=config.ca_data,
+                                          insecure=config.insecure, cert_file=config.cert_file,
+                                          key_file=config.key_file, streams=transport)
         self._transport = transport
 
     @classmethod
