@@ -44,7 +44,6 @@ that no device was ever prepared for two claims at once. CDI specs stay in memor
 
 from __future__ import annotations
 
-import copy
 import heapq
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -66,6 +65,7 @@ from drasched.dra.claimrules import (
 from drasched.node.inprocess import DriverRegistry, prepare_in_process, unprepare_in_process
 from drasched.node.sim_drivers import SimNodeDrivers
 from drasched.store.informer import Informer
+from drasched.store.wire import clone
 
 Obj = dict[str, Any]
 
@@ -318,7 +318,7 @@ class SimulatedKubelet:
                 return self._fail(pod, claims, failure.message)
             return False  # a device is still held by another claim: retry on the next change
         now = format_time(self.ctx.now())
-        status = copy.deepcopy(pod.get("status") or {})
+        status = clone(pod.get("status") or {})
         status["phase"] = "Running"
         status["startTime"] = now
         conds = status.setdefault("conditions", [])
@@ -355,7 +355,7 @@ class SimulatedKubelet:
         claims, _ = self._claims_ready(pod)
         self._unprepare(pod, claims)
         now = format_time(self.ctx.now())
-        status = copy.deepcopy(pod.get("status") or {})
+        status = clone(pod.get("status") or {})
         status["phase"] = "Succeeded" if exit_code == 0 else "Failed"
         conds = status.setdefault("conditions", [])
         for cond_type in ("PodReadyToStartContainers", "ContainersReady", "Ready"):
@@ -387,7 +387,7 @@ class SimulatedKubelet:
         """A pod whose claims cannot be prepared, ever: unprepare what did prepare, mark it Failed."""
         self._unprepare(pod, claims)
         now = format_time(self.ctx.now())
-        status = copy.deepcopy(pod.get("status") or {})
+        status = clone(pod.get("status") or {})
         status.update(phase="Failed", reason="FailedPrepareDynamicResources", message=message)
         conds = status.setdefault("conditions", [])
         for cond_type in ("ContainersReady", "Ready"):

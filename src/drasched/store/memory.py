@@ -34,7 +34,7 @@ from drasched.api.errors import (
 from drasched.api.errors import Cause as _Cause
 from drasched.api.job_strategy import prepare_job_for_create
 from drasched.api.kinds import ResourceType
-from drasched.api.meta import format_time, merge_patch
+from drasched.api.meta import format_time
 from drasched.api.selectors import field_selector_matches, label_selector_matches
 from drasched.api.validation.admin_access import admin_access_causes, admin_access_status_causes
 from drasched.store.base import ListResult, Obj, WatchEvent
@@ -384,7 +384,7 @@ class MemoryStore:
         current = self._require(rt, name, namespace)
         if subresource not in (None, "status"):
             raise BadRequest(f"unsupported subresource {subresource!r}")
-        merged = merge_patch(current, patch)  # shares what the patch leaves alone with the stored object
+        merged = _merge_uncopied(current, patch)
         want_rv = ((patch.get("metadata") or {}).get("resourceVersion"))
         rv = want_rv or current["metadata"]["resourceVersion"]
         merged["metadata"] = {**merged["metadata"], "resourceVersion": rv}
@@ -549,6 +549,21 @@ def _decoded_copy(obj: Obj, rt: ResourceType) -> Obj:
                          "nested too deeply", rt.kind) from None
     decode_object(own, rt)
     return own
+
+
+def _merge_uncopied(target: Any, patch: Any) -> Any:
+    """RFC 7386 merge patch (``drasched.api.meta.merge_patch``) without copying anything: the
+    result shares what the patch leaves alone with the stored object, and the patch's own
+    values, and the write tree-copies it before anything changes it."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            result.pop(k, None)
+        else:
+            result[k] = _merge_uncopied(result.get(k), v)
+    return result
 
 
 POD_DRA_STATUS_FIELDS = ("resourceClaimStatuses", "extendedResourceClaimStatus", "nodeAllocatableResourceClaimStatuses")
