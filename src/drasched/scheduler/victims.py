@@ -148,8 +148,8 @@ class VictimIndex:
         """Group key -> whether the gang may be evicted (protections checked)."""
         self._node_victims: dict[int, list[VictimGang]] = {}
         self._all: list[VictimGang] | None = None
-        self._running: list[VictimGang] | None = None
-        """Every running gang, its protections not checked yet (what :meth:`any_victim` asks)."""
+        self._kinds: dict[tuple[str, int, bool], list[VictimGang]] | None = None
+        """Running gangs by queue, priority and movability, protections not checked yet."""
         snap = session.snap
         timed = {q for q in snap.queues.queues if effective_min_runtime(session, q) is not None}
         if timed:
@@ -276,11 +276,16 @@ class VictimIndex:
     # ------------------------------------------------------------------ many gangs
 
     def any_victim(self, candidate: Callable[[VictimGang], bool]) -> bool:
-        """Whether some gang is a victim ``candidate`` admits (protections checked only for the
-        gangs it admits)."""
-        if self._running is None:
-            self._running = [v for g in self.session.snap.groups.values() if (v := self._head(g)) is not None]
-        return any(candidate(v) and self.victim(v.group) is not None for v in self._running)
+        """Whether some gang is a victim ``candidate`` admits. ``candidate`` reads a gang's
+        queue, priority and movability alone (``search.Rule``), so it is asked once per such
+        kind of gang; protections are checked only for gangs it admits."""
+        if self._kinds is None:
+            self._kinds = {}
+            for g in self.session.snap.groups.values():
+                if (v := self._head(g)) is not None:
+                    self._kinds.setdefault((v.queue, v.priority, v.movable), []).append(v)
+        return any(candidate(same[0]) and any(self.victim(v.group) is not None for v in same)
+                   for same in self._kinds.values())
 
     @property
     def gangs(self) -> list[VictimGang]:

@@ -86,6 +86,9 @@ class World:
     ledger: UsageLedger | None = None
     claim_users: MultiIndex[str, str] = field(default_factory=MultiIndex)
     """Pod key -> the claims its resolution looked up (a pod is resolved again when one changes)."""
+    request_rows: dict[tuple[str, int], str | None] = field(default_factory=dict)
+    """(resource, node column) -> :func:`~drasched.scheduler.extended.request_row` there: it reads
+    only the node's allocatable and the classes, both fixed for the life of a world."""
 
 
 def counted_node(pod: PodInfo, assumed: Mapping[str, str], node_pos: Mapping[str, int]) -> int | None:
@@ -96,27 +99,32 @@ def counted_node(pod: PodInfo, assumed: Mapping[str, str], node_pos: Mapping[str
     return node_pos.get(node)
 
 
-def add_pod_rows(w: World, pod: PodInfo, j: int) -> None:
-    """Add the pod's container requests to node column ``j`` (rows DRA serves there are left to
-    its claims' devices: KEP-5004)."""
-    node = w.nodes[j]
+def add_pod_rows(w: World, pod: PodInfo, j: int, used: list[float], releasing: list[float]) -> None:
+    """Add the pod's container requests to node column ``j``'s rows ``used`` (and ``releasing``
+    if it is being deleted); rows DRA serves there are left to its claims' devices: KEP-5004."""
     pos = w.index.pos
+    rows = w.request_rows
     for r, v in pod.requests.items():
-        name = request_row(r, node, w.accounting)
+        try:
+            name = rows[(r, j)]
+        except KeyError:
+            name = rows[(r, j)] = request_row(r, w.nodes[j], w.accounting)
         if name is None:
             continue
-        w.pod_used[pos[name], j] += v
+        used[pos[name]] += v
         if pod.deleting:
-            w.pod_releasing[pos[name], j] += v
+            releasing[pos[name]] += v
 
 
 def recount_node(w: World, j: int) -> None:
     """Node column ``j`` of the pod rows, summed again from its pods (no drift from adding and
-    subtracting the same floats over many cycles)."""
-    w.pod_used[:, j] = 0.0
-    w.pod_releasing[:, j] = 0.0
+    subtracting the same floats over many cycles); summed in plain floats, then set at once."""
+    used = [0.0] * len(w.index)
+    releasing = [0.0] * len(w.index)
     for key in sorted(w.on_node.get(j, ())):
-        add_pod_rows(w, w.pods[key], j)
+        add_pod_rows(w, w.pods[key], j, used, releasing)
+    w.pod_used[:, j] = used
+    w.pod_releasing[:, j] = releasing
 
 
 def pod_usage(pod: PodInfo, group: GroupInfo, assumed: Mapping[str, str], claim_keys: list[str],

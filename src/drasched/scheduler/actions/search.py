@@ -89,7 +89,8 @@ class Rule:
     key: tuple[object, ...]
     """Identifies ``candidate``: estimates are shared by gangs with the same key."""
     candidate: Callable[[VictimGang], bool]
-    """Cheap, fixed for the cycle: may this gang be a victim at all?"""
+    """Cheap, fixed for the cycle: may this gang be a victim at all? It reads the gang's queue,
+    priority and movability only (gangs alike in those are asked once: ``VictimIndex.any_victim``)."""
     allowed: Callable[[VictimGang], bool]
     """Checked right before each simulated eviction (queue shares move as victims go)."""
     reason: Callable[[VictimGang], str]
