@@ -37,7 +37,7 @@ from __future__ import annotations
 import copy
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -315,6 +315,16 @@ def extended_claims_by_owner(claims: Mapping[str, ClaimInfo]) -> dict[tuple[str,
     return out
 
 
+def bind_requests_of(cache: SchedulerCache, pod_keys: Iterable[str]) -> Iterator[tuple[str, Obj]]:
+    """(pod key, BindRequest) for each of ``pod_keys`` with one: the scheduler names a pod's
+    request after the pod, so it is found by key, not by a scan of every request kept."""
+    for key in pod_keys:
+        br = cache.get(kinds.BIND_REQUEST, key)
+        if br is not None and f"{(br.get('metadata') or {}).get('namespace', '')}/" \
+                f"{(br.get('spec') or {}).get('podName', '')}" == key:
+            yield key, br
+
+
 def bind_request_allocations(cache: SchedulerCache, pods: Mapping[str, PodInfo], assumed: Mapping[str, str],
                              owned: Mapping[tuple[str, str], list[ClaimInfo]]) -> list[Obj]:
     """Extended-resource allocations of pending BindRequests whose claim does not hold them yet.
@@ -322,7 +332,7 @@ def bind_request_allocations(cache: SchedulerCache, pods: Mapping[str, PodInfo],
     The binder writes them into a claim it creates; until then they take their devices here.
     """
     out: list[Obj] = []
-    for br in cache.objects(kinds.BIND_REQUEST).values():
+    for _, br in bind_requests_of(cache, sorted(assumed)):
         spec = br.get("spec") or {}
         entry = spec.get("extendedResourceClaimAllocation") or {}
         if not entry.get("allocation"):

@@ -21,7 +21,7 @@ import dataclasses
 import gc
 import os
 from collections import ChainMap
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -46,6 +46,7 @@ from drasched.scheduler.extended import (
     ExtendedIndex,
     allocatable_row,
     bind_request_allocations,
+    bind_requests_of,
     extended_claims_by_owner,
     stale_claims,
 )
@@ -316,7 +317,8 @@ class SnapshotBuilder:
             self._demands = {}  # new classes map requests to other dimensions; or many pods are gone
             self._demands_of = cache.kind_generation(kinds.DEVICE_CLASS)
 
-        assumed, stale, assumed_alloc, assumed_res = _bind_requests(cache, pods)
+        assumed, stale, assumed_alloc, assumed_res = _bind_requests(
+            cache, pods, [k for k, p in pods.items() if not p.node_name])
         accounting.devices = self._pool_index(cache).devices_by_id  # a claim's demand depends on its devices
         claims: dict[str, ClaimInfo] = {}
         for key, obj in cache.objects(kinds.RESOURCE_CLAIM).items():
@@ -397,6 +399,10 @@ class SnapshotBuilder:
         w.deleting.pop(key, None)
         if old_j is not None and (p is None or counted_node(p, w.assumed, w.node_pos) != old_j):
             self.freed += 1
+        if p is None or p.node_name:
+            w.unbound.discard(key)
+        else:
+            w.unbound.add(key)
         if p is None:
             w.pods.pop(key, None)
             w.pod_claims.pop(key, None)
@@ -555,7 +561,9 @@ class SnapshotBuilder:
         pods and claims whose assumed state changed join ``dirty_pods`` and ``claim_keys``."""
         pods = w.pods
         view: Mapping[str, PodInfo | None] = ChainMap(parsed, pods)  # type: ignore[arg-type]
-        assumed, stale, assumed_alloc, assumed_res = _bind_requests(cache, view)
+        unbound = [k for k in w.unbound if k not in parsed]
+        unbound += [k for k, p in parsed.items() if p is not None and not p.node_name]
+        assumed, stale, assumed_alloc, assumed_res = _bind_requests(cache, view, unbound)
         assumed_res = _kept(assumed_res)
         claim_keys |= {k for k in assumed_alloc.keys() | w.assumed_alloc.keys()
                        if assumed_alloc.get(k) != w.assumed_alloc.get(k)}
@@ -735,17 +743,21 @@ def _backing_off(backoff: BindBackoff, pods: dict[str, PodInfo], stale: dict[str
     return {key: until for key, uid, until in backoff.waiting(now)}
 
 
-def _bind_requests(cache: SchedulerCache, pods: Mapping[str, PodInfo | None]) -> tuple[
+def _bind_requests(cache: SchedulerCache, pods: Mapping[str, PodInfo | None], unbound: Iterable[str]) -> tuple[
         dict[str, str], dict[str, Obj], dict[str, Obj], dict[str, list[Obj]]]:
-    """Pods placed by a pending BindRequest, failed BindRequests to replace, and assumed claim state."""
+    """Pods placed by a pending BindRequest, failed BindRequests to replace, and assumed claim state.
+
+    Only the requests of ``unbound`` pods are read (a bound pod's request has nothing left to
+    assume): the requests of bound pods stay until the pods go, so reading them all would make
+    every cycle cost the cluster's size.
+    """
     assumed: dict[str, str] = {}
     stale: dict[str, Obj] = {}
     alloc: dict[str, Obj] = {}
     reservations: dict[str, list[Obj]] = {}
-    for br in cache.objects(kinds.BIND_REQUEST).values():
+    for pod_key, br in bind_requests_of(cache, sorted(unbound)):
         spec = br.get("spec") or {}
         ns = (br.get("metadata") or {}).get("namespace", "")
-        pod_key = f"{ns}/{spec.get('podName', '')}"
         pod = pods.get(pod_key)
         if pod is None or pod.node_name:
             continue

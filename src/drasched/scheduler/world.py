@@ -78,6 +78,8 @@ class World:
     group_of: dict[str, str] = field(default_factory=dict)
     pod_claims: dict[str, list[PodClaim]] = field(default_factory=dict)
     pending: set[str] = field(default_factory=set)
+    unbound: set[str] = field(default_factory=set)
+    """Keys of pods with no node yet: the only ones a BindRequest may still place."""
     """Keys of groups with pods waiting to be placed."""
     mismatched: set[str] = field(default_factory=set)
     """Keys of groups with a pod whose queue label the PodGroup overrides."""

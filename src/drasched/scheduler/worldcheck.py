@@ -53,7 +53,7 @@ def check_same_world(kept: World, fresh: World) -> None:
         a, b = getattr(kept, name), getattr(fresh, name)
         if a.shape != b.shape or not np.allclose(a, b, rtol=1e-9, atol=1e-6):
             differ(name)
-    for name in ("assumed", "counted", "group_of", "assumed_alloc", "assumed_res", "br_allocations"):
+    for name in ("assumed", "counted", "group_of", "assumed_alloc", "assumed_res", "br_allocations", "unbound"):
         if getattr(kept, name) != getattr(fresh, name):
             differ(name, getattr(kept, name), getattr(fresh, name))
     if kept.claims.keys() != fresh.claims.keys():
