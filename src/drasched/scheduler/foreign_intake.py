@@ -214,6 +214,8 @@ class ForeignIntake:
         src = objects(rt).get(key)
         if src is None:
             self._forget(rt, key)
+            self._reported.pop((rt, key), None)  # deleted: a new object of this name is news again
+            self._reported.pop((rt, f"{key}#conflict"), None)
             return None
         w_rt = WORKLOAD_OF.get(rt)
         wkey = _workload_key(rt, src) if w_rt is not None else None
@@ -231,7 +233,6 @@ class ForeignIntake:
 
     def _forget(self, rt: ResourceType, key: str) -> None:
         old = self._memo.pop((rt, key), None)
-        self._reported.pop((rt, key), None)
         w_rt = WORKLOAD_OF.get(rt)
         if old is not None and w_rt is not None:
             wkey = _workload_key(rt, old.source)
@@ -267,15 +268,14 @@ class ForeignIntake:
         return winner
 
     def _report(self, rt: ResourceType, slot: str, obj: Obj, items: list[tuple[str, str]]) -> None:
-        """Record each message once per object version (a repeat is not news)."""
-        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-        seen = (rv, *(m for _, m in items))
-        if self._reported.get((rt, slot)) == seen:
-            return
-        self._reported[(rt, slot)] = seen
+        """Record the messages about one object that are new since its last version: a repeat
+        is not news (a status write, ours included, makes a new version saying the same)."""
+        before = self._reported.get((rt, slot), ())
+        self._reported[(rt, slot)] = tuple(m for _, m in items)
         src = source_of(obj)
         for reason, message in items:
-            self._problems.append(Problem(src, reason, message))
+            if message not in before:
+                self._problems.append(Problem(src, reason, message))
 
 
 def _workload_key(rt: ResourceType, pg: Obj) -> str | None:

@@ -106,7 +106,15 @@ def test_a_missing_workload_is_reported_on_the_podgroup_and_its_own_fields_are_u
     assert problem.message == ("scheduling.k8s.io/v1beta1 PodGroup default/workers: spec.workloadRef.workloadName: "
                                "Workload default/train does not exist; the PodGroup's own fields are used")
     c.apply(kinds.POD, "ADDED", pod("p"))
-    assert c.take_problems() == [], "each problem once per object version"
+    assert c.take_problems() == [], "each problem once"
+    again = upstream_group(rv="21", schedulingPolicy={"gang": {"minCount": 2}})
+    again["status"] = {"conditions": [{"type": "PodGroupInitiallyScheduled", "status": "False"}]}
+    c.apply(kinds.UPSTREAM_POD_GROUP, "MODIFIED", again)
+    assert c.take_problems() == [], "a status write (the scheduler's own) says nothing new"
+    c.apply(kinds.UPSTREAM_WORKLOAD, "ADDED", workload(2))
+    assert c.take_problems() == []
+    c.apply(kinds.UPSTREAM_WORKLOAD, "DELETED", workload(2))
+    assert [p.message for p in c.take_problems()] == [problem.message], "missing again: said again"
 
 
 def test_deleting_the_upstream_podgroup_removes_its_translation() -> None:
