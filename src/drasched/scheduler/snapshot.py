@@ -131,18 +131,19 @@ class Snapshot:
 
 
 def memo_demand(memo: dict[str, tuple[PodInfo, dict[str, float]]], pod: PodInfo,
-                accounting: DeviceAccounting) -> dict[str, float]:
-    """A pod's container requests in accounting dimensions (a copy), memoised per pod version."""
+                accounting: DeviceAccounting, copy: bool = True) -> dict[str, float]:
+    """A pod's container requests in accounting dimensions, memoised per pod version: a copy,
+    or with ``copy`` False the memo's own (for a reader that never changes it)."""
     hit = memo.get(pod.key)
     if hit is not None and hit[0] is pod:
-        return dict(hit[1])
+        return dict(hit[1]) if copy else hit[1]
     dim_of = accounting.dim_of
     out: dict[str, float] = {}
     for r, v in pod.requests.items():
         d = dim_of(r)
         out[d] = out.get(d, 0.0) + v
-    memo[pod.key] = (pod, dict(out))
-    return out
+    memo[pod.key] = (pod, out)
+    return dict(out) if copy else out
 
 
 @contextmanager
@@ -252,7 +253,7 @@ class SnapshotBuilder:
 
     def _pod_demand(self, pod: PodInfo) -> dict[str, float]:
         assert self._world is not None
-        return memo_demand(self._demands, pod, self._world.accounting)
+        return memo_demand(self._demands, pod, self._world.accounting, copy=False)  # the ledger keeps it as is
 
     # ------------------------------------------------------------------ building
 
