@@ -86,7 +86,13 @@ class SchedulerController:
                  claims_queued: Callable[[str], bool] | None = None, config_map_modules: bool = True,
                  allocation_wall_time: float | None = None,
                  taint_rules: ResourceType | None = kinds.DEVICE_TAINT_RULE,
-                 foreign: tuple[ResourceType, ...] = ()) -> None:
+                 foreign: tuple[ResourceType, ...] = (), queue_status_period: float | None = None) -> None:
+        self.queue_status_period = queue_status_period
+        """``drasched serve``: seconds between two writes of a queue's usage (see
+        :meth:`_usage_write_later`); embedded: None, every change is written at once."""
+        self._queue_written: dict[str, datetime] = {}
+        self._queue_due: datetime | None = None
+        """When a queue's usage held back by ``queue_status_period`` is to be written: a cycle runs then."""
         self.config_map_modules = config_map_modules
         self.allocation_wall_time = allocation_wall_time
         """``drasched serve``: seconds one device allocation search may run on top of its step
@@ -141,19 +147,20 @@ class SchedulerController:
         now = ctx.now()
         due = self._wake is not None and now >= self._wake
         refresh = self._refresh_at is not None and now >= self._refresh_at
-        if not self.cache.sync(ctx.store, ctx.informers) and not due and not refresh:
+        usage_due = self._queue_due is not None and now >= self._queue_due
+        if not self.cache.sync(ctx.store, ctx.informers) and not due and not refresh and not usage_due:
             return False
         report_problems(ctx, self.name, self.cache.take_problems())
         self._load_config(ctx)
         snap = self.builder.build(self.cache, self.bind_backoff, now)
-        if self.idle_cycle_period is not None and not due and self._last_cycle is not None \
+        if self.idle_cycle_period is not None and not due and not usage_due and self._last_cycle is not None \
                 and not self.builder.has_pending():
             next_cycle = self._last_cycle + timedelta(seconds=self.idle_cycle_period)
             if now < next_cycle:  # nothing to place: only queue statuses would change
                 self._refresh_at = next_cycle
                 ctx.wake_at(next_cycle)
                 return False
-        self._refresh_at, self._last_cycle = None, now
+        self._refresh_at, self._last_cycle, self._queue_due = None, now, None
         if due:
             self._parked.clear()  # a minRuntime or a backoff ended: victims or room may be there now
             self._parked_wake = None
@@ -268,6 +275,8 @@ class SchedulerController:
         for queue, status in result.queue_statuses:
             if is_translated(queue):
                 continue  # a KAI Queue: drasched writes no status there (docs/design.md)
+            if self._usage_write_later(ctx, queue, status):
+                continue
             try:
                 store.update_status({**queue, "status": status})
                 wrote = True
@@ -282,6 +291,26 @@ class SchedulerController:
                 pass
         wrote |= self._group_events(ctx, snap, result)
         return wrote
+
+    def _usage_write_later(self, ctx: ControllerContext, queue: Obj, status: Obj) -> bool:
+        """Whether a queue's new usage waits for a later cycle: with ``queue_status_period``, a
+        queue whose status was written less than that long ago and whose Valid condition is
+        unchanged gets its numbers with the first cycle after the period (each placement and
+        each finished pod moves them; written every time, under churn they were a write per
+        few pods, each a round trip in the scheduler's thread)."""
+        if self.queue_status_period is None:
+            return False
+        name = str((queue.get("metadata") or {}).get("name", ""))
+        now = ctx.now()
+        last = self._queue_written.get(name)
+        same_condition = ((queue.get("status") or {}).get("conditions") == status.get("conditions"))
+        if last is not None and same_condition and now < last + timedelta(seconds=self.queue_status_period):
+            due = last + timedelta(seconds=self.queue_status_period)
+            self._queue_due = due if self._queue_due is None else min(self._queue_due, due)
+            ctx.wake_at(due)
+            return True
+        self._queue_written[name] = now
+        return False
 
     def _each(self, write: Callable[[_T], _R], jobs: list[_T]) -> list[_R]:
         """``write`` each job, ``write_workers`` at a time; the results in order."""

@@ -103,7 +103,8 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
                                         write_workers=WRITE_WORKERS, idle_cycle_period=IDLE_CYCLE_PERIOD,
                                         claims_queued=queued, config_map_modules=False,
                                         allocation_wall_time=ALLOCATION_WALL_TIME,
-                                        taint_rules=taint_rules, foreign=foreign),
+                                        taint_rules=taint_rules, foreign=foreign,
+                                        queue_status_period=QUEUE_STATUS_PERIOD),
                     BinderController(workers=BIND_WORKERS, record_success=False)]
     return controllers
 
@@ -126,6 +127,9 @@ IDLE_CYCLE_PERIOD = 5.0
 ALLOCATION_WALL_TIME = 10.0
 """Seconds one device allocation search may run before it gives up, on top of its step budget
 (kube-scheduler's DRA filter has the same 10 s default)."""
+
+QUEUE_STATUS_PERIOD = 1.0
+"""Seconds between two writes of one queue's usage numbers (see ``SchedulerController``)."""
 
 CLAIM_WAIT_GRACE = 30.0
 """Seconds a new pod may wait for its template claims before the scheduler says so (see

@@ -59,3 +59,29 @@ def test_embedded_runs_a_cycle_per_change() -> None:
     _touch(ctx, "1")
     sched.reconcile(ctx)
     assert sched.cycles == 2
+
+
+def _cpu_pod(name: str) -> dict:
+    p = _pod(name)
+    p["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "2"}}
+    return p
+
+
+def test_a_queues_usage_is_written_at_most_once_a_period_and_its_last_value_at_the_end() -> None:
+    ctx, clock = _cluster()
+    sched = SchedulerController(SchedulerConfig(), idle_cycle_period=5.0, queue_status_period=1.0)
+
+    def allocated() -> dict:
+        return ((ctx.store.get(kinds.QUEUE, "default") or {}).get("status") or {}).get("allocated") or {}
+
+    sched.reconcile(ctx)  # a placed (it requests nothing), the default Queue created
+    ctx.store.create(_cpu_pod("b"))
+    sched.reconcile(ctx)  # the queue's first status: written at once
+    assert allocated() == {"cpu": "2"}
+    ctx.store.create(_cpu_pod("c"))
+    sched.reconcile(ctx)  # c placed: the numbers moved, but the last write is younger than 1 s
+    assert allocated() == {"cpu": "2"}
+    assert ctx.next_wakeup() == clock.now() + timedelta(seconds=1)
+    clock.advance(1)
+    sched.reconcile(ctx)
+    assert allocated() == {"cpu": "4"}, "the queue's usage was not written once the period ended"
