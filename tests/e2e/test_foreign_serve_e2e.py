@@ -17,6 +17,7 @@ and an evicted pod (graceful, so Terminating) is deleted by the test as its kube
 from __future__ import annotations
 
 import copy
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -29,8 +30,11 @@ from drasched.api import kinds
 from drasched.api.kinds import ResourceType
 from drasched.serve.main import build_controllers, run, served_foreign_kinds
 from drasched.store.kube import KubeStore
-from drasched.testing.apiserver import CRD_PATH, LocalCluster, ensure_namespace
+from drasched.testing.apiserver import CRD_PATH, FEATURE_GATES, LocalCluster, _die_with_parent, ensure_namespace
 from drasched.testing.served import as_served, is_gang
+from tests.deploy.helm import render
+from tests.e2e.test_helm_install_e2e import install, service_account_store
+from tests.e2e.test_implicit_gang_serve_e2e import kube_controller_manager
 from tests.e2e.test_serve_scenarios_e2e import load, read_back, scenario_problems, wait_quiet
 from tests.scenarios.runner import Scenario, load_scenario
 from tests.scenarios.test_foreign_apis import (
@@ -190,6 +194,16 @@ def test_serve_discovers_the_gang_api_and_carries_on_without_kais_crds(cluster: 
     assert served_foreign_kinds(store) == (kinds.UPSTREAM_POD_GROUP, kinds.UPSTREAM_WORKLOAD, *KAI_KINDS)
 
 
+def test_the_charts_identity_may_read_what_serve_discovers(cluster: LocalCluster) -> None:
+    """The Helm chart's ClusterRole grants what discovery lists (else a served kind would be
+    logged as not served, and its objects ignored)."""
+    admin = cluster.store()
+    install(admin, render())
+    install_kai_crds(admin)
+    with service_account_store(cluster, admin) as sa:
+        assert served_foreign_kinds(sa) == (kinds.UPSTREAM_POD_GROUP, kinds.UPSTREAM_WORKLOAD, *KAI_KINDS)
+
+
 def test_upstream_gang_minimum_met_and_not_met_in_serve(cluster: LocalCluster) -> None:
     """tests/scenarios/gangapi/001 in serve: "workers" (its minimum from its Workload template) is
     placed whole, "big" cannot reach its minimum and nothing of it is bound; each pod says why,
@@ -291,3 +305,83 @@ def test_a_kai_queue_tree_and_kai_labelled_pods_schedule_in_serve_as_their_drasc
     assert theirs == ours
     assert sum(1 for n in ours.values() if n) == 16, "all 16 GPUs in use: a real mix of placed and pending"
     assert any(n is None for n in ours.values())
+
+
+# -------------------------------------------------------------------------------- group claims from templates
+
+
+@pytest.fixture
+def cluster_with_claim_controller() -> Iterator[LocalCluster]:
+    """A fresh API server with kube-controller-manager running its resourceclaim controller,
+    which in 1.37 (``DRAWorkloadResourceClaims``) also makes an upstream PodGroup's claims from
+    their templates and names them in the PodGroup's ``status.resourceClaimStatuses``
+    (pkg/controller/resourceclaim: ``enqueuePodGroup``, ``resourceclaim.NameFromPodGroup``)."""
+    binary = kube_controller_manager()
+    with LocalCluster() as c:
+        gates = ",".join(f"{g}=true" for g in (*FEATURE_GATES, *c.served.gang_gates))
+        with open(c.dir / "kube-controller-manager.log", "wb") as out:
+            kcm = subprocess.Popen(
+                [str(binary), f"--kubeconfig={c.kubeconfig_path}", "--leader-elect=false",
+                 "--controllers=resourceclaim-controller", "--secure-port=0", f"--feature-gates={gates}"],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        try:
+            yield c
+        finally:
+            kcm.terminate()
+            try:
+                kcm.wait(10)
+            except subprocess.TimeoutExpired:
+                kcm.kill()
+                kcm.wait()
+
+
+def _template_group_manifests(pods: int) -> list[Obj]:
+    """One node with one GPU device, a template asking for one GPU, an upstream PodGroup that
+    lists it in spec.resourceClaims, and ``pods`` pods sharing that group entry."""
+    driver = "gpu.example.com"
+    objs: list[Obj] = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+         "status": {"allocatable": {"cpu": "32", "memory": "64Gi", "pods": "110"}}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": driver},
+         "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "n1-gpus"},
+         "spec": {"driver": driver, "nodeName": "n1", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                  "devices": [{"name": "gpu-0"}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+         "metadata": {"name": "one-gpu", "namespace": "default"},
+         "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": driver}}]}}}},
+        {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+         "metadata": {"name": "trainers", "namespace": "default"},
+         "spec": {"schedulingPolicy": {"gang": {"minCount": pods}}, "disruptionMode": {"all": {}},
+                  "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]}},
+    ]
+    objs += [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"t-{i}", "namespace": "default"},
+              "spec": {"schedulingGroup": {"podGroupName": "trainers"},
+                       "containers": [{"name": "c", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}],
+                       "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]}}
+             for i in range(pods)]
+    return objs
+
+
+def test_an_upstream_group_claim_from_a_template_made_by_kube_controller_manager_is_shared_in_serve(
+        cluster_with_claim_controller: LocalCluster) -> None:
+    """KEP-5729 as 1.37 runs it: kube-controller-manager makes the group's one claim from the
+    template, owned by the upstream PodGroup, and names it in the PodGroup's status; serve
+    (without its own claim controller) reads that status through the translation, allocates
+    the claim once and reserves it for the upstream PodGroup; all three pods share the one
+    device."""
+    cluster = cluster_with_claim_controller
+    store = cluster.store()
+    load_mixed(store, cluster, _template_group_manifests(3))
+    with Serving(store, claim_controller=False):
+        placed = wait_bound(store, 3, timeout=120.0)
+        group = upstream_group(store, cluster, "trainers")
+    assert placed == {"default/t-0": "n1", "default/t-1": "n1", "default/t-2": "n1"}
+    (status,) = group["status"]["resourceClaimStatuses"]
+    claims = store.list(kinds.RESOURCE_CLAIM, "default").items
+    assert [c["metadata"]["name"] for c in claims] == [status["resourceClaimName"]], "one claim for the group"
+    (claim,) = claims
+    assert claim["metadata"]["ownerReferences"][0]["uid"] == group["metadata"]["uid"]
+    assert claim["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
+    assert claim["status"]["reservedFor"] == [{"apiGroup": "scheduling.k8s.io", "resource": "podgroups",
+                                               "name": "trainers", "uid": group["metadata"]["uid"]}]
