@@ -140,37 +140,57 @@ def build_store(s: ReplayShape) -> tuple[MemoryStore, VirtualClock]:
     return store, clock
 
 
-class _WriteTimer:
-    """Times the store's creates (the cycle's BindRequest writes) apart from the cycle's thinking."""
+WRITES = ("create", "update", "update_status", "patch", "delete")
+"""The store calls a scheduler round writes with (BindRequests, pod conditions, Events, Queues)."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self.seconds = 0.0
-        inner: Callable[[Obj], Obj] = store.create
 
-        def create(obj: Obj) -> Obj:
-            t0 = time.perf_counter()
+class _PartTimer:
+    """CPU seconds spent in some calls of a round, by part: wraps methods of the objects it is
+    given (and, for the actions, the controller module's ``run_cycle``) while the replay runs.
+    A wrapped call made inside another (a store delete collecting dependents) counts once."""
+
+    def __init__(self) -> None:
+        self.cpu: dict[str, float] = {}
+        self._inside = False
+        self._undo: list[Callable[[], None]] = []
+
+    def wrap(self, owner: Any, name: str, part: str) -> None:
+        inner = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if self._inside:
+                return inner(*args, **kwargs)
+            self._inside = True
+            c0 = time.process_time()
             try:
-                return inner(obj)
+                return inner(*args, **kwargs)
             finally:
-                self.seconds += time.perf_counter() - t0
+                self.cpu[part] = self.cpu.get(part, 0.0) + time.process_time() - c0
+                self._inside = False
 
-        store.create = create  # type: ignore[method-assign]
+        setattr(owner, name, timed)
+        self._undo.append(lambda: setattr(owner, name, inner))
+
+    def restore(self) -> None:
+        for undo in reversed(self._undo):
+            undo()
+        self._undo.clear()
 
 
 @dataclass
 class CycleCost:
-    """One scheduler round: wall seconds in all, the actions' share, the writes' share, CPU."""
+    """One scheduler round: wall seconds in all, the actions' share (wall), CPU in all and by part."""
 
     seconds: float
     actions: float | None
-    writes: float
     cpu: float
     placed: int
+    parts: dict[str, float]
+    """CPU seconds of: cache sync, snapshot build, actions (the cycle), writes (every store write)."""
 
     @property
-    def snapshot(self) -> float | None:
-        """Cache sync + snapshot: what is left of the round once actions and writes are taken out."""
-        return None if self.actions is None else max(0.0, self.seconds - self.actions - self.writes)
+    def writes(self) -> float:
+        return self.parts.get("writes", 0.0)
 
 
 @dataclass
@@ -188,17 +208,19 @@ class ReplayResult:
                f"{s.pending_gangs * GANG} waiting in {s.pending_gangs} gangs; {s.free_gpus} GPUs free)",
                f"replay  store filled in {self.fill_seconds:.2f} s"]
         for label, c in (("full cycle", self.first), ("next cycle", self.second)):
-            split = "" if c.actions is None or c.snapshot is None else (
-                f"  (cache sync + snapshot {c.snapshot:.3f} s, actions {c.actions:.3f} s, "
-                f"BindRequest writes {c.writes:.3f} s)")
-            out.append(f"replay  {label:<10} {c.seconds:8.3f} s wall  {c.cpu:8.3f} s CPU  placed {c.placed}{split}")
+            split = ", ".join(f"{part} {c.parts.get(part, 0.0):.3f} s" for part in PARTS)
+            out.append(f"replay  {label:<10} {c.seconds:8.3f} s wall  {c.cpu:8.3f} s CPU  placed {c.placed}"
+                       f"  (CPU: {split})")
         out.append(f"replay  peak RSS {self.peak_rss_mib:.0f} MiB")
         return out
 
 
-def _one_round(scheduler: Any, ctx: SimContext, writes: _WriteTimer, store: MemoryStore) -> CycleCost:
+PARTS = ("cache sync", "snapshot", "actions", "writes")
+
+
+def _one_round(scheduler: Any, ctx: SimContext, timer: _PartTimer, store: MemoryStore) -> CycleCost:
     before = sum(1 for _ in store.iter_kind(kinds.BIND_REQUEST))
-    writes.seconds = 0.0
+    timer.cpu = {}
     gc.disable()  # the cycle's objects die by reference counting; a full collection is noise here
     try:
         t0, c0 = time.perf_counter(), time.process_time()
@@ -209,13 +231,13 @@ def _one_round(scheduler: Any, ctx: SimContext, writes: _WriteTimer, store: Memo
     last = getattr(scheduler, "last", None)
     actions = getattr(last, "seconds", None)
     placed = sum(1 for _ in store.iter_kind(kinds.BIND_REQUEST)) - before
-    return CycleCost(seconds, float(actions) if actions is not None else None, writes.seconds, cpu, placed)
+    return CycleCost(seconds, float(actions) if actions is not None else None, cpu, placed, dict(timer.cpu))
 
 
 def run_replay(nodes: int = DEFAULT_NODES, pods: int = DEFAULT_PODS) -> ReplayResult:
     """Fill the store, then run the scheduler's first cycle (it sees everything: the full cost)
     and the one after it (nothing new but its own BindRequests)."""
-    from drasched.scheduler.controller import SchedulerController
+    from drasched.scheduler import controller
 
     s = shape(nodes, pods)
     t0 = time.perf_counter()
@@ -224,10 +246,18 @@ def run_replay(nodes: int = DEFAULT_NODES, pods: int = DEFAULT_PODS) -> ReplayRe
     gc.collect()
     gc.freeze()  # the filled store is long-lived: keep it out of the collector's generations
     ctx = SimContext(store, clock)
-    scheduler = SchedulerController()
-    writes = _WriteTimer(store)
-    first = _one_round(scheduler, ctx, writes, store)
-    second = _one_round(scheduler, ctx, writes, store)
+    scheduler = controller.SchedulerController()
+    timer = _PartTimer()
+    timer.wrap(scheduler.cache, "sync", "cache sync")
+    timer.wrap(scheduler.builder, "build", "snapshot")
+    timer.wrap(controller, "run_cycle", "actions")
+    for name in WRITES:
+        timer.wrap(store, name, "writes")
+    try:
+        first = _one_round(scheduler, ctx, timer, store)
+        second = _one_round(scheduler, ctx, timer, store)
+    finally:
+        timer.restore()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     gc.unfreeze()
     return ReplayResult(s, fill, first, second, peak)
