@@ -43,11 +43,7 @@ class PodInfo:
     gated: bool
     queue_label: str | None
     group_label: str | None
-    node_selector: dict[str, str]
-    required_affinity: Obj | None
-    tolerations: tuple[Obj, ...]
     claim_entries: tuple[ClaimEntry, ...]
-    condition: tuple[str, str, str] | None
     gpu_fraction: Fraction | None = None
     """``drasched.io/gpu-fraction``: ``requests[nvidia.com/gpu]`` then holds this fraction, not 1."""
     pod_keys: PodKeys | None = None
@@ -57,6 +53,28 @@ class PodInfo:
     @property
     def terminal(self) -> bool:
         return self.phase in TERMINAL
+
+    # Read from the object when asked: only pods a cycle places need them (and the cycle's
+    # filters memoise their verdicts per static_key), so a large cluster's bound pods never do.
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        return dict((self.obj.get("spec") or {}).get("nodeSelector") or {})
+
+    @property
+    def required_affinity(self) -> Obj | None:
+        affinity: Obj | None = (((self.obj.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution")
+        return affinity
+
+    @property
+    def tolerations(self) -> tuple[Obj, ...]:
+        return tuple((self.obj.get("spec") or {}).get("tolerations") or ())
+
+    @property
+    def condition(self) -> tuple[str, str, str] | None:
+        """The pod's PodScheduled condition: (status, reason, message)."""
+        return _scheduled_condition(self.obj)
 
     @property
     def static_key(self) -> str:
@@ -144,35 +162,26 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKe
     priority = spec.get("priority")
     if priority is None:
         priority = priority_of_class.get(spec.get("priorityClassName") or "", 0)
-    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution")
-    tolerations = tuple(spec.get("tolerations") or ())
-    node_selector = dict(spec.get("nodeSelector") or {})
-    entries = claim_entries(spec)
-    return PodInfo(
-        key=key,
-        namespace=str(md.get("namespace", "")),
-        name=str(md.get("name", "")),
-        uid=str(md.get("uid", "")),
-        obj=obj,
-        requests=requests,
-        error=error,
-        priority=int(priority or 0),
-        created=str(md.get("creationTimestamp") or ""),
-        node_name=str(spec.get("nodeName") or ""),
-        phase=str((obj.get("status") or {}).get("phase") or "Pending"),
-        deleting=bool(md.get("deletionTimestamp")),
-        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
-        gated=bool(spec.get("schedulingGates")),
-        queue_label=queue_label(labels),
-        group_label=group,
-        node_selector=node_selector,
-        required_affinity=affinity,
-        tolerations=tolerations,
-        claim_entries=entries,
-        condition=_scheduled_condition(obj),
-        gpu_fraction=fraction,
-        pod_keys=keys,
+    return PodInfo(  # positional, in field order: half the cost of keywords, paid once per pod
+        key,  # key
+        str(md.get("namespace", "")),  # namespace
+        str(md.get("name", "")),  # name
+        str(md.get("uid", "")),  # uid
+        obj,  # obj
+        requests,  # requests
+        error,  # error
+        int(priority or 0),  # priority
+        str(md.get("creationTimestamp") or ""),  # created
+        str(spec.get("nodeName") or ""),  # node_name
+        str((obj.get("status") or {}).get("phase") or "Pending"),  # phase
+        bool(md.get("deletionTimestamp")),  # deleting
+        str(spec.get("schedulerName") or "default-scheduler"),  # scheduler_name
+        bool(spec.get("schedulingGates")),  # gated
+        queue_label(labels),  # queue_label
+        group,  # group_label
+        claim_entries(spec),  # claim_entries
+        fraction,  # gpu_fraction
+        keys,  # pod_keys
     )
 
 
