@@ -15,6 +15,15 @@ from drasched.sim.runner import Simulation
 Obj = dict[str, Any]
 
 
+MEASURED_GC_THRESHOLDS = (50_000, 20, 10)
+"""The collector's thresholds while the measured pods run (the default's first is 700).
+
+Every write decodes and copies objects, allocating thousands of dicts and lists a pod, all
+freed by reference counting (JSON trees hold no cycles); at the default thresholds the
+collector walked the young objects every 700 allocations and the whole unfrozen heap every
+few thousand, about a fifth of the measured run's CPU at 500 nodes (BENCHMARKS.md)."""
+
+
 @dataclass
 class EmbeddedResult:
     workload: str
@@ -46,6 +55,8 @@ def run_embedded(workload: Workload, nodes: int) -> EmbeddedResult:
     gc.enable()
     sim.run()
     gc.freeze()
+    thresholds = gc.get_threshold()
+    gc.set_threshold(*MEASURED_GC_THRESHOLDS)
     started = time.perf_counter()
     if workload.steady is not None:
         measured, bound = _run_steady(sim, workload.measured_pods, workload.steady.count, workload.steady.duration)
@@ -60,6 +71,7 @@ def run_embedded(workload: Workload, nodes: int) -> EmbeddedResult:
         )
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    gc.set_threshold(*thresholds)
     gc.unfreeze()
     return EmbeddedResult(workload.name, nodes, measured, bound, seconds, peak)
 
