@@ -144,9 +144,10 @@ class DeviceTaintEvictionController:
     def __init__(self, rules_kind: ResourceType | None = kinds.DEVICE_TAINT_RULE) -> None:
         self.rules_kind = rules_kind
         """Where DeviceTaintRules are read (serve: the version the API server serves, or None)."""
-        self.watches = (kinds.POD, kinds.RESOURCE_CLAIM, kinds.RESOURCE_SLICE,
-                        *((rules_kind,) if rules_kind is not None else ()))
-        """What wakes it in serve (the kinds it reads)."""
+        self._reads_pods = False
+        """Whether it follows pods and claims: only while some device is tainted NoExecute, a
+        rule exists, or an eviction waits (else no pod can be evicted, and every pod change
+        would be a round for nothing)."""
         self._store: object | None = None
         self._evicted: dict[str, int] = {}
         """Rule uid -> pods this controller evicted because of it (upstream ``taintRuleStats``)."""
@@ -161,12 +162,17 @@ class DeviceTaintEvictionController:
         self._pending: dict[str, tuple[str, str]] = {}
         """Pod uid -> (namespace, name) of the pods that waited for their eviction last pass."""
 
+    @property
+    def watches(self) -> tuple[ResourceType, ...]:
+        """What wakes it in serve: the kinds it reads now."""
+        rules = (self.rules_kind,) if self.rules_kind is not None else ()
+        return (kinds.RESOURCE_SLICE, *rules, *((kinds.POD, kinds.RESOURCE_CLAIM) if self._reads_pods else ()))
+
     def _attach(self, ctx: ControllerContext) -> None:
         if self._store is ctx.store:
             return
         self._store = ctx.store
-        self.pods = Informer(ctx.store, kinds.POD)
-        self.claims = Informer(ctx.store, kinds.RESOURCE_CLAIM)
+        self._reads_pods = False
         self.slices = Informer(ctx.store, kinds.RESOURCE_SLICE)
         self.rules = Informer(ctx.store, self.rules_kind) if self.rules_kind is not None else None
         self._evicted.clear()
@@ -178,7 +184,7 @@ class DeviceTaintEvictionController:
 
     def reconcile(self, ctx: ControllerContext) -> bool:
         self._attach(ctx)
-        changed = any([self.pods.sync(), self.claims.sync()])
+        changed = False
         if self.slices.sync() or self._taints is None:
             self._taints = slice_taints(self.slices.values())
             changed = True
@@ -187,17 +193,25 @@ class DeviceTaintEvictionController:
                                      key=lambda r: (r.get("metadata") or {}).get("name", ""))
             self._rules = parse_rules(self._rule_objs)
             changed = True
+        rule_objs, rules, taints = self._rule_objs, self._rules, self._taints
+        can_evict = (any(r.taint.effect == NO_EXECUTE for r in rules)
+                     or any(t.effect == NO_EXECUTE for ts in taints.values() for t in ts))
+        if not can_evict and not rule_objs and not self._pending:
+            self._reads_pods = False  # the common case: no taint anywhere, nothing to read
+            return False
+        if not self._reads_pods:  # from the whole kinds again: pods came and went unseen meanwhile
+            self.pods = Informer(ctx.store, kinds.POD)
+            self.claims = Informer(ctx.store, kinds.RESOURCE_CLAIM)
+            self._reads_pods = True
+        changed = any([self.pods.sync(), self.claims.sync()]) or changed
         due = self._due is not None and self._due <= ctx.now()
         if not changed and not due:
             return False
         self._due = None
-        rule_objs, rules, taints = self._rule_objs, self._rules, self._taints
         now = ctx.now()
         progress = False
         pending: list[PendingPod] = []
-        can_evict = (any(r.taint.effect == NO_EXECUTE for r in rules)
-                     or any(t.effect == NO_EXECUTE for ts in taints.values() for t in ts))
-        if not can_evict and not rule_objs:  # the common case: no taint anywhere, nothing to read
+        if not can_evict and not rule_objs:  # the taints went: only waiting evictions to cancel
             return self._cancel(ctx, pending)
         claims = {(str((c.get("metadata") or {}).get("namespace", "")), str((c.get("metadata") or {}).get("name"))): c
                   for c in self.claims.values()}

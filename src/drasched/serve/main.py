@@ -299,7 +299,6 @@ def _run_threaded(
     def loop(lane: Sequence[Controller]) -> None:
         ctx = LiveContext(store, metrics, events=events)
         name = "+".join(c.name for c in lane)
-        watches = _lane_watches(lane)
         min_interval = min_round_interval if any(c.name == "scheduler" for c in lane) else IO_ROUND_INTERVAL
         started = cpu = 0.0
         while not done.is_set():
@@ -331,7 +330,7 @@ def _run_threaded(
             if not progressed:
                 wake = ctx.next_wakeup()
                 delay = period if wake is None else max(0.0, min(period, (wake - ctx.now()).total_seconds()))
-                informers.wait(seen, delay, watches)  # a change it reads ends the nap at once
+                informers.wait(seen, delay, _lane_watches(lane))  # a change it reads ends the nap at once
 
     threads = [threading.Thread(target=loop, args=(lane,), name="controller-" + "+".join(c.name for c in lane),
                                 daemon=True) for lane in _lanes(controllers)]
