@@ -132,7 +132,7 @@ def reserve_claim(
                 md["finalizers"] = [*finalizers, FINALIZER]
                 claim = store.update(claim)
                 continue
-            status["allocation"] = copy.deepcopy(allocation)
+            status["allocation"] = dict(allocation)  # the write copies it; the top level gets the timestamp
             if timestamp:
                 status["allocation"].setdefault("allocationTimestamp", timestamp)
             # An unallocated claim has no valid reservations; start the list afresh.

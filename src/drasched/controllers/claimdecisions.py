@@ -39,6 +39,7 @@ from drasched.controllers.claimutil import (
     reserved_for,
     status_claim_names,
 )
+from drasched.store.wire import clone
 
 Obj = dict[str, Any]
 ClaimLookup = Callable[[str], "Obj | None"]
@@ -182,7 +183,7 @@ def claim_from_template(owner: Obj, entry: Obj, template: Obj) -> Obj:
         "apiVersion": kinds.RESOURCE_CLAIM.api_version,
         "kind": kinds.RESOURCE_CLAIM.kind,
         "metadata": metadata,
-        "spec": copy.deepcopy((template.get("spec") or {}).get("spec") or {}),
+        "spec": clone((template.get("spec") or {}).get("spec") or {}),
     }
 
 

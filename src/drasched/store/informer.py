@@ -573,20 +573,22 @@ class Informer:
         if self._rv is None:
             return self._relist()
         changed = False
+        objects, noted = self._objects, self._changed  # every event of every round passes here
         try:
             for ev in self.store.watch(self.rt, self._rv, timeout_seconds=self.watch_timeout):
-                rv = (ev.object.get("metadata") or {}).get("resourceVersion")
-                if rv:
-                    self._rv = rv
+                md = ev.object.get("metadata") or {}
+                if md.get("resourceVersion"):
+                    self._rv = md["resourceVersion"]
                 if ev.type == "BOOKMARK":
                     continue
-                key = _key(ev.object)
-                self._note(key)
+                key = (md.get("namespace") or "", md.get("name") or "")  # key_of, inline
+                if noted is not None:
+                    noted.add(key)
                 if ev.type == "DELETED":
-                    changed = self._objects.pop(key, None) is not None or changed
+                    changed = objects.pop(key, None) is not None or changed
                 else:
-                    changed = changed or not _same_version(self._objects.get(key), ev.object)
-                    self._objects[key] = ev.object
+                    changed = changed or not _same_version(objects.get(key), ev.object)
+                    objects[key] = ev.object
         except Gone:
             return self._relist()
         return changed
