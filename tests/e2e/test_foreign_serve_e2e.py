@@ -35,7 +35,7 @@ from drasched.testing.served import as_served, is_gang
 from tests.deploy.helm import render
 from tests.e2e.test_helm_install_e2e import install, service_account_store
 from tests.e2e.test_implicit_gang_serve_e2e import kube_controller_manager
-from tests.e2e.test_serve_scenarios_e2e import load, read_back, scenario_problems, wait_quiet
+from tests.e2e.test_serve_scenarios_e2e import _Stamps, load, read_back, scenario_problems, wait_quiet
 from tests.scenarios.runner import Scenario, load_scenario
 from tests.scenarios.test_foreign_apis import (
     GROUP_CLAIM_PODS,
@@ -112,12 +112,17 @@ def _foreign_kind(obj: Obj) -> ResourceType:
 
 
 def load_mixed(store: KubeStore, cluster: LocalCluster, manifests: list[Obj]) -> dict[str, str]:
-    """The foreign objects first (pods name their groups by name only), then drasched's and
-    core objects as the serve scenario loader creates them; returns scenario uid -> server uid."""
+    """The foreign objects first (pods name their groups by name only; in the scenarios used
+    here the groups are older than their pods), in the order of their creationTimestamps as
+    the serve scenario loader keeps it (the scheduler takes older groups first), then drasched's
+    and core objects as that loader creates them; returns scenario uid -> server uid."""
     ensure_namespace(store, "default")
-    foreign = [o for o in manifests if _is_foreign(o)]
+    foreign = sorted((o for o in manifests if _is_foreign(o)),
+                     key=lambda o: str((o.get("metadata") or {}).get("creationTimestamp") or ""))
+    stamps = _Stamps()
     for o in foreign:
-        create_foreign(store, cluster, o)
+        stamps.before_create(o)
+        stamps.after_create(o, create_foreign(store, cluster, o))
     return load(store, Scenario(Path("foreign"), "", {}, [o for o in manifests if not _is_foreign(o)]))
 
 
@@ -277,6 +282,34 @@ def test_upstream_disruption_mode_all_evicts_the_whole_group_in_serve(cluster: L
     assert [k for k in placed if k.startswith("default/g2-")] == []
     assert sorted(placed[f"default/g1-{i}"] or "" for i in range(1, 5)) == ["n1", "n1", "n2", "n2"]
     assert any(e["reason"] == "Reclaimed" for v in victims for e in events_about(store, "Pod", v))
+
+
+def test_kai_podgroups_and_their_pods_annotations_schedule_in_serve_as_drasched(cluster: LocalCluster) -> None:
+    """tests/scenarios/scheduler/004 (gangs all or nothing) with KAI's v2alpha2 PodGroups and
+    pods joining them through KAI's ``pod-group-name`` annotation: every expectation of the
+    scenario holds (the gang Events are on KAI's PodGroups), and no pod is rewritten."""
+    scn = load_scenario(SCENARIOS / "scheduler" / "004-gang-all-or-nothing.yaml")
+
+    def kai(o: Obj) -> Obj:
+        o = copy.deepcopy(o)
+        if o.get("kind") == "PodGroup":
+            o["apiVersion"] = "scheduling.run.ai/v2alpha2"
+        if o.get("kind") == "Pod":
+            group = o["metadata"]["labels"].pop("drasched.io/pod-group")
+            o["metadata"].setdefault("annotations", {})["pod-group-name"] = group
+        return o
+
+    store = cluster.store()
+    install_kai_crds(store)
+    uids = load_mixed(store, cluster, [kai(o) for o in scn.manifests])
+    with Serving(store):
+        wait_quiet(store)
+    problems = scenario_problems(scn, uids, read_back(store))
+    assert problems == [], "\n".join(problems)
+    assert store.list(kinds.POD_GROUP).items == []
+    assert all("drasched.io/pod-group" not in (p["metadata"].get("labels") or {}) for p in store.list(kinds.POD).items)
+    assert {e["involvedObject"]["apiVersion"] for e in events_about(store, "PodGroup", "big")} == {
+        "scheduling.run.ai/v2alpha2"}
 
 
 def test_a_kai_queue_tree_and_kai_labelled_pods_schedule_in_serve_as_their_drasched_translation() -> None:
