@@ -93,9 +93,12 @@ def pod_eviction(pod: Obj, claims: dict[tuple[str, str], Obj], taints: SliceTain
 
 def _reserved_for_pod(claim: Obj, uid: str | None, group: str | None) -> bool:
     """Upstream ``IsReservedForPod`` with workload claims: reserved for this pod, or for the
-    PodGroup the pod joins (KEP-5729: a pod does not know its group's uid, the name counts)."""
+    PodGroup the pod joins (KEP-5729: a pod does not know its group's uid, the name counts),
+    drasched's or upstream's (``scheduling.k8s.io`` ``podgroups``, as ``drasched serve``
+    reserves an upstream group's claims)."""
     return is_reserved_for(claim, uid) or (group is not None and any(
-        is_group_ref(r) and r.get("name") == group for r in reserved_for(claim)))
+        (is_group_ref(r) or (r.get("apiGroup"), r.get("resource")) == ("scheduling.k8s.io", "podgroups"))
+        and r.get("name") == group for r in reserved_for(claim)))
 
 
 def rule_condition(rule: Obj, pending: list[PendingPod], evicted: int, would_evict: list[PendingPod],

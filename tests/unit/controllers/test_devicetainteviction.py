@@ -155,6 +155,24 @@ def test_a_claim_reserved_for_the_pods_group_evicts_the_pod_IsReservedForPod() -
     assert ctx.store.get(kinds.POD, "p", "default")["metadata"].get("deletionTimestamp")
 
 
+def test_a_claim_reserved_for_the_pods_upstream_podgroup_evicts_the_pod_IsReservedForPod() -> None:
+    # k8s.io/dynamic-resource-allocation resourceclaim.IsReservedForPod (1.37): a reservation
+    # for scheduling.k8s.io podgroups named as the pod's spec.schedulingGroup.podGroupName.
+    ctx = new_ctx()
+    seed(ctx)
+    pod = ctx.store.get(kinds.POD, "p", "default")
+    pod["spec"]["schedulingGroup"] = {"podGroupName": "g"}
+    ctx.store.delete(kinds.POD, "p", "default", grace_period_seconds=0)  # the field is immutable: made anew
+    del pod["metadata"]["resourceVersion"], pod["metadata"]["uid"]
+    ctx.store.create(pod)
+    claim = ctx.store.get(kinds.RESOURCE_CLAIM, "c", "default")
+    claim["status"]["reservedFor"] = [{"apiGroup": "scheduling.k8s.io", "resource": "podgroups",
+                                       "name": "g", "uid": "group-uid"}]
+    ctx.store.update_status(claim)
+    settle(ctx, [DeviceTaintEvictionController()])
+    assert ctx.store.get(kinds.POD, "p", "default")["metadata"].get("deletionTimestamp")
+
+
 def test_a_claim_reserved_for_another_group_does_not_evict() -> None:
     ctx = new_ctx()
     seed(ctx)
