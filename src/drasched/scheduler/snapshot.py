@@ -137,13 +137,19 @@ def memo_demand(memo: dict[str, tuple[PodInfo, dict[str, float]]], pod: PodInfo,
     hit = memo.get(pod.key)
     if hit is not None and hit[0] is pod:
         return dict(hit[1]) if copy else hit[1]
+    out = pod_dims(pod, accounting)
+    memo[pod.key] = (pod, out)
+    return dict(out) if copy else out
+
+
+def pod_dims(pod: PodInfo, accounting: DeviceAccounting) -> dict[str, float]:
+    """A pod's container requests in accounting dimensions, worked out (see :func:`memo_demand`)."""
     dim_of = accounting.dim_of
     out: dict[str, float] = {}
     for r, v in pod.requests.items():
         d = dim_of(r)
         out[d] = out.get(d, 0.0) + v
-    memo[pod.key] = (pod, out)
-    return dict(out) if copy else out
+    return out
 
 
 @contextmanager
@@ -242,18 +248,25 @@ class SnapshotBuilder:
             self._nodes_of = seen
         return self._nodes
 
-    def _parse(self, key: str, obj: Obj, prio: dict[str, int]) -> PodInfo:
+    def _parse(self, key: str, obj: Obj, prio: dict[str, int],
+               into: dict[str, tuple[str, PodInfo]] | None = None) -> PodInfo:
+        """Pod ``key`` parsed (memoised per version); ``into``: the memo a full build makes anew."""
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
         hit = self._pods.get(key)
-        if hit is not None and hit[0] == rv and hit[1].obj is obj:
-            return hit[1]
-        info = parse_pod(key, obj, prio, self.profile.pod_keys)
-        self._pods[key] = (rv, info)
-        return info
+        if hit is None or hit[0] != rv or hit[1].obj is not obj:
+            hit = (rv, parse_pod(key, obj, prio, self.profile.pod_keys))
+            if into is None:
+                self._pods[key] = hit
+        if into is not None:
+            into[key] = hit
+        return hit[1]
 
     def _pod_demand(self, pod: PodInfo) -> dict[str, float]:
+        """What the pod adds to its queue's usage: worked out, not memoised (a few lookups; the
+        ledger keeps it with the pod, and a full build of a large cluster would fill the memo
+        with every pod)."""
         assert self._world is not None
-        return memo_demand(self._demands, pod, self._world.accounting, copy=False)  # the ledger keeps it as is
+        return pod_dims(pod, self._world.accounting)
 
     # ------------------------------------------------------------------ building
 
@@ -310,9 +323,7 @@ class SnapshotBuilder:
         fresh: dict[str, tuple[str, PodInfo]] = {}
         pods: dict[str, PodInfo] = {}
         for key, obj in cache.objects(kinds.POD).items():
-            info = self._parse(key, obj, prio)
-            fresh[key] = self._pods[key]
-            pods[key] = info
+            pods[key] = self._parse(key, obj, prio, fresh)
         self._pods = fresh  # forget pods that are gone
         if self._demands_of != cache.kind_generation(kinds.DEVICE_CLASS) or len(self._demands) > 2 * len(pods):
             self._demands = {}  # new classes map requests to other dimensions; or many pods are gone
@@ -453,7 +464,7 @@ class SnapshotBuilder:
             w.pending.add(gkey)
         if g.label_mismatch:
             w.mismatched.add(gkey)
-        claim_demand = _ClaimDemand(w.claims)
+        claim_demand = _ClaimDemand(w.claims) if usages is None else {}  # a full build fills the ledger after
         queued = g.queue in w.tree.queues
         for p in members:
             if p.claim_entries and not p.terminal:

@@ -141,19 +141,24 @@ class UsageLedger:
         """What :meth:`set_pod` of each of ``pods`` would give an empty ledger, with each
         queue's sums added once (a full build of a large cluster: one pass, not one per pod)."""
         assert not self._pods, "fill starts from an empty ledger"
-        own: dict[tuple[str, str], dict[str, float]] = {}
+        own: dict[str, dict[str, dict[str, float]]] = {}
+        """Queue -> kind -> the demand of its pods."""
         for key, new in pods:
             self._pods[key] = new
+            of_queue = own.get(new.queue)
+            if of_queue is None:
+                of_queue = own[new.queue] = {}
             for kind in new.kinds:
-                acc = own.get((kind, new.queue))
+                acc = of_queue.get(kind)
                 if acc is None:
-                    acc = own[(kind, new.queue)] = {}
+                    acc = of_queue[kind] = {}
                 for d, v in new.demand.items():
                     acc[d] = acc.get(d, 0.0) + v
                 for c in new.claims:
                     self._ref(kind, new.queue, c, claim_demand.get(c, {}))
-        for (kind, queue), demand in own.items():
-            self.usage.add(kind, queue, demand)
+        for queue, kinds in own.items():
+            for kind, demand in kinds.items():
+                self.usage.add(kind, queue, demand)
 
     def set_claim(self, claim: str, demand: Mapping[str, float]) -> None:
         """A claim's device demand changed (allocated, or gone): count the new one where it is counted."""
