@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from drasched.api import kinds
+from drasched.api.implicitgang import awaited_gang
+from drasched.dra.claimrules import pod_group_name
 from drasched.scheduler.cache import WATCHED, SchedulerCache
 from drasched.scheduler.config import SchedulerConfig
 from drasched.scheduler.foreign_intake import (
@@ -262,3 +264,16 @@ def test_the_upstream_condition_is_kube_schedulers_and_true_is_terminal() -> Non
     c.apply(kinds.UPSTREAM_POD_GROUP, "MODIFIED", done)
     pg = c.get(kinds.POD_GROUP, "default/workers")
     assert pg is not None and initially_scheduled_patch(pg, False, "evicted", "2026-01-01T00:01:00Z") is None
+
+
+def test_a_pod_in_a_kai_podgroup_waits_for_no_implicit_gang_and_the_binder_knows_its_group() -> None:
+    """KAI's pod-group-name names the pod's group for every reader, not only the scheduler: a
+    Job's pod in a KAI PodGroup is not held for an implicit one, and the binder's and claim
+    controller's group lookup finds it."""
+    p = pod("p", gpu=1)
+    p["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "j",
+                                         "controller": True}]
+    assert awaited_gang(p) == "Job default/train"
+    p["metadata"]["annotations"] = {"pod-group-name": "job-1"}
+    assert awaited_gang(p) is None
+    assert pod_group_name(p) == "job-1"
