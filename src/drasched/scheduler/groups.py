@@ -18,9 +18,10 @@ from drasched.scheduler.podinfo import PodInfo
 Obj = dict[str, Any]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class GroupInfo:
-    """A gang: a PodGroup, or the implicit group of one pod without the label."""
+    """A gang: a PodGroup, or the implicit group of one pod without the label (slots: a large
+    cluster has one per bound pod without a group)."""
 
     key: str
     namespace: str

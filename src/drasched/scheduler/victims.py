@@ -148,8 +148,8 @@ class VictimIndex:
         """Group key -> whether the gang may be evicted (protections checked)."""
         self._node_victims: dict[int, list[VictimGang]] = {}
         self._all: list[VictimGang] | None = None
-        self._kinds: dict[tuple[str, int, bool], list[VictimGang]] | None = None
-        """Running gangs by queue, priority and movability, protections not checked yet."""
+        self._kinds: dict[tuple[str, int], list[GroupInfo]] | None = None
+        """Gangs whose queue exists, by queue and priority (what :meth:`any_victim` asks about)."""
         snap = session.snap
         timed = {q for q in snap.queues.queues if effective_min_runtime(session, q) is not None}
         if timed:
@@ -277,15 +277,33 @@ class VictimIndex:
 
     def any_victim(self, candidate: Callable[[VictimGang], bool]) -> bool:
         """Whether some gang is a victim ``candidate`` admits. ``candidate`` reads a gang's
-        queue, priority and movability alone (``search.Rule``), so it is asked once per such
-        kind of gang; protections are checked only for gangs it admits."""
+        queue, priority and movability alone (``search.Rule``), so it is asked about a stand-in
+        per kind of gang, and protections are checked only for gangs it admits."""
         if self._kinds is None:
             self._kinds = {}
+            queues = self.session.snap.queues
             for g in self.session.snap.groups.values():
-                if (v := self._head(g)) is not None:
-                    self._kinds.setdefault((v.queue, v.priority, v.movable), []).append(v)
-        return any(candidate(same[0]) and any(self.victim(v.group) is not None for v in same)
-                   for same in self._kinds.values())
+                if g.queue in queues:
+                    self._kinds.setdefault((g.queue, g.priority), []).append(g)
+        for same in self._kinds.values():
+            verdict = {}
+            for movable in (True, False):
+                stand_in = VictimGang(same[0], self, [])
+                stand_in._movable = movable
+                verdict[movable] = candidate(stand_in)
+            if not (verdict[True] or verdict[False]):
+                continue
+            for g in same:
+                if (verdict[True] == verdict[False] or verdict[self._movable_of(g)]) and self.victim(g) is not None:
+                    return True
+        return False
+
+    def _movable_of(self, g: GroupInfo) -> bool:
+        """:attr:`VictimGang.movable` of ``g``, without building the gang."""
+        head = self._heads.get(g.key)
+        if head is not None:
+            return head.movable
+        return all(_controller(p.obj) for p in g.pods if p.node_name and not p.terminal and not p.deleting)
 
     @property
     def gangs(self) -> list[VictimGang]:
