@@ -28,6 +28,7 @@ import pytest
 
 from drasched.api import kinds
 from drasched.api.kinds import ResourceType
+from drasched.scheduler.foreign_intake import CONDITION_OF
 from drasched.serve.main import build_controllers, run, served_foreign_kinds
 from drasched.store.kube import KubeStore
 from drasched.testing.apiserver import CRD_PATH, FEATURE_GATES, LocalCluster, _die_with_parent, ensure_namespace
@@ -192,11 +193,18 @@ def events_about(store: KubeStore, kind: str, name: str) -> list[Obj]:
 # -------------------------------------------------------------------------------- the tests
 
 
+def gang_kinds(cluster: LocalCluster) -> tuple[ResourceType, ResourceType]:
+    """The gang API kinds this server serves: v1beta1 on 1.37, v1alpha2 on 1.36."""
+    if cluster.served.gang == kinds.UPSTREAM_POD_GROUP.api_version:
+        return kinds.UPSTREAM_POD_GROUP, kinds.UPSTREAM_WORKLOAD
+    return kinds.UPSTREAM_POD_GROUP_V1ALPHA2, kinds.UPSTREAM_WORKLOAD_V1ALPHA2
+
+
 def test_serve_discovers_the_gang_api_and_carries_on_without_kais_crds(cluster: LocalCluster) -> None:
     store = cluster.store()
-    assert served_foreign_kinds(store) == (kinds.UPSTREAM_POD_GROUP, kinds.UPSTREAM_WORKLOAD)
+    assert served_foreign_kinds(store) == gang_kinds(cluster)
     install_kai_crds(store)
-    assert served_foreign_kinds(store) == (kinds.UPSTREAM_POD_GROUP, kinds.UPSTREAM_WORKLOAD, *KAI_KINDS)
+    assert served_foreign_kinds(store) == (*gang_kinds(cluster), *KAI_KINDS)
 
 
 def test_the_charts_identity_may_read_what_serve_discovers(cluster: LocalCluster) -> None:
@@ -206,7 +214,7 @@ def test_the_charts_identity_may_read_what_serve_discovers(cluster: LocalCluster
     install(admin, render())
     install_kai_crds(admin)
     with service_account_store(cluster, admin) as sa:
-        assert served_foreign_kinds(sa) == (kinds.UPSTREAM_POD_GROUP, kinds.UPSTREAM_WORKLOAD, *KAI_KINDS)
+        assert served_foreign_kinds(sa) == (*gang_kinds(cluster), *KAI_KINDS)
 
 
 def test_upstream_gang_minimum_met_and_not_met_in_serve(cluster: LocalCluster) -> None:
@@ -225,9 +233,10 @@ def test_upstream_gang_minimum_met_and_not_met_in_serve(cluster: LocalCluster) -
     assert problems == []
     assert store.list(kinds.POD_GROUP).items == [], "nothing is written as a drasched PodGroup"
     assert placements(store)["default/worker-1"] == "n1"
-    workers = condition(upstream_group(store, cluster, "workers"), "PodGroupInitiallyScheduled")
+    scheduled, _ = CONDITION_OF[gang_kinds(cluster)[0]]  # 1.36: PodGroupScheduled
+    workers = condition(upstream_group(store, cluster, "workers"), scheduled)
     assert workers is not None and (workers["status"], workers["reason"]) == ("True", "Scheduled")
-    big = condition(upstream_group(store, cluster, "big"), "PodGroupInitiallyScheduled")
+    big = condition(upstream_group(store, cluster, "big"), scheduled)
     assert big is not None and (big["status"], big["reason"]) == ("False", "Unschedulable")
     assert big["message"].startswith("pod group default/big: "), big["message"]
     assert any(e["reason"] == "Unschedulable" and e["involvedObject"]["apiVersion"] == cluster.served.gang

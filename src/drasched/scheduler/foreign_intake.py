@@ -131,31 +131,40 @@ def claim_consumer(obj: Obj | None) -> tuple[str, str]:
 # ---- the upstream PodGroup's status (k8s.io/api scheduling/v1beta1 PodGroupStatus) ----------
 
 INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
-"""Upstream's condition type: True once the group's scheduling requirement was met; terminal."""
+"""1.37's (v1beta1) condition type: True once the group's scheduling requirement was met;
+terminal ("will never revert to False")."""
+SCHEDULED_V1ALPHA2 = "PodGroupScheduled"
+"""1.36's (v1alpha2) condition type, written by kube-scheduler at each attempt (not terminal)."""
+CONDITION_OF: dict[ResourceType, tuple[str, bool]] = {
+    kinds.UPSTREAM_POD_GROUP: (INITIALLY_SCHEDULED, True),
+    kinds.UPSTREAM_POD_GROUP_V1ALPHA2: (SCHEDULED_V1ALPHA2, False),
+}
+"""The upstream PodGroup's condition kube-scheduler writes, per version, and whether True is terminal."""
 
 
 def initially_scheduled_patch(obj: Obj, scheduled: bool, message: str, now: str) -> tuple[ResourceType, Obj] | None:
-    """The status patch that records ``PodGroupInitiallyScheduled`` on the upstream PodGroup
-    ``obj`` was translated from, as kube-scheduler writes it (reason ``Scheduled`` or
-    ``Unschedulable``); None when ``obj`` is not an upstream translation, or when nothing
-    would change (the same status and message, or True already: it never reverts)."""
+    """The status patch that records the scheduling condition on the upstream PodGroup ``obj``
+    was translated from, as kube-scheduler writes it (:data:`CONDITION_OF`; reason ``Scheduled``
+    or ``Unschedulable``); None when ``obj`` is not an upstream translation, or when nothing
+    would change (the same status and message, or a terminal True already)."""
     src = source_of(obj)
-    rt = next((r for r in WORKLOAD_OF if r.api_version == src.get("apiVersion") and r.kind == src.get("kind")), None)
+    rt = next((r for r in CONDITION_OF if r.api_version == src.get("apiVersion") and r.kind == src.get("kind")), None)
     if rt is None or src is obj:
         return None
+    kind, terminal = CONDITION_OF[rt]
     conditions = list((obj.get("status") or {}).get("conditions") or [])
-    old = next((c for c in conditions if c.get("type") == INITIALLY_SCHEDULED), None)
+    old = next((c for c in conditions if c.get("type") == kind), None)
     status = "True" if scheduled else "False"
-    if old is not None and (old.get("status") == "True" or (old.get("status"), old.get("message")) == (status,
-                                                                                                        message)):
+    if old is not None and ((terminal and old.get("status") == "True")
+                            or (old.get("status"), old.get("message")) == (status, message)):
         return None
     since = old.get("lastTransitionTime") if old is not None and old.get("status") == status else now
-    cond = {"type": INITIALLY_SCHEDULED, "status": status, "reason": "Scheduled" if scheduled else "Unschedulable",
+    cond = {"type": kind, "status": status, "reason": "Scheduled" if scheduled else "Unschedulable",
             "message": message, "lastTransitionTime": since,
             "observedGeneration": int((obj.get("metadata") or {}).get("generation") or 0)}
     if not cond["observedGeneration"]:
         del cond["observedGeneration"]
-    others = [c for c in conditions if c.get("type") != INITIALLY_SCHEDULED]
+    others = [c for c in conditions if c.get("type") != kind]
     return rt, {"status": {"conditions": [*others, cond]}}
 
 

@@ -277,3 +277,19 @@ def test_a_pod_in_a_kai_podgroup_waits_for_no_implicit_gang_and_the_binder_knows
     p["metadata"]["annotations"] = {"pod-group-name": "job-1"}
     assert awaited_gang(p) is None
     assert pod_group_name(p) == "job-1"
+
+
+def test_a_v1alpha2_podgroup_gets_1_36s_condition_which_may_go_back_to_false() -> None:
+    """k8s.io/api scheduling/v1alpha2 (1.36): PodGroupScheduled, written at each attempt."""
+    c = SchedulerCache(WATCHED, foreign=(kinds.UPSTREAM_POD_GROUP_V1ALPHA2,))
+    old = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+           "metadata": {"name": "g", "namespace": "default", "uid": "u", "resourceVersion": "1"},
+           "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+           "status": {"conditions": [{"type": "PodGroupScheduled", "status": "True", "reason": "Scheduled",
+                                      "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}
+    c.apply(kinds.UPSTREAM_POD_GROUP_V1ALPHA2, "ADDED", old)
+    pg = c.get(kinds.POD_GROUP, "default/g")
+    assert pg is not None and pg["spec"]["minMember"] == 2
+    planned = initially_scheduled_patch(pg, False, "1 of 2 fit", "2026-01-01T00:01:00Z")
+    assert planned is not None and planned[0] == kinds.UPSTREAM_POD_GROUP_V1ALPHA2
+    assert planned[1]["status"]["conditions"][0]["type"] == "PodGroupScheduled"
