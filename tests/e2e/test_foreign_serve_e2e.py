@@ -249,11 +249,9 @@ def test_an_upstream_group_claim_is_shared_by_a_thousand_pods_in_serve(cluster: 
     pods share it past the 256-consumer limit of reservedFor. No claim controller runs: the
     claim is named, not made from a template (kube-controller-manager's job in a cluster)."""
     store = cluster.store()
-    manifests = _shared_claim_manifests(GROUP_CLAIM_PODS, 10)
-    for o in manifests:  # allocated as kube-scheduler writes it (1.37 refuses to stamp it later)
-        if o["kind"] == "ResourceClaim":
-            o["status"]["allocation"]["allocationTimestamp"] = "2026-01-01T00:00:00Z"
-    load_mixed(store, cluster, manifests)
+    # the claim is allocated already, without allocationTimestamp: the binder must leave the
+    # allocation as it is (the API server refuses any change to it)
+    load_mixed(store, cluster, _shared_claim_manifests(GROUP_CLAIM_PODS, 10))
     with Serving(store, claim_controller=False):
         placed = wait_bound(store, GROUP_CLAIM_PODS, timeout=480.0)
     assert len(placed) == GROUP_CLAIM_PODS

@@ -85,8 +85,9 @@ def reserve_claim(
 ) -> Obj:
     """Make ``claim`` allocated with ``allocation`` and reserved for ``consumer``; return it.
 
-    ``timestamp`` becomes ``allocation.allocationTimestamp`` when the allocation has none, as
-    kube-scheduler writes it under the 1.36 default gates (binding conditions + device status).
+    ``timestamp`` becomes ``allocation.allocationTimestamp`` when this bind writes the
+    allocation, as kube-scheduler writes it under the 1.36 default gates (binding conditions +
+    device status); a claim allocated already keeps its allocation as it is.
 
     ``allocation`` None means the scheduler found the claim already allocated and only
     needs the reservation. Steps, each checked before it is written: delete-protection
@@ -120,8 +121,8 @@ def reserve_claim(
                     raise BindFailure("ClaimReservedForFull",
                                       f"claim {ref} is already reserved for {MAX_RESERVED_FOR} consumers")
                 status["reservedFor"] = [*reserved, consumer]
-                if timestamp:
-                    current.setdefault("allocationTimestamp", timestamp)
+                # the allocation is left as it is, unstamped or not: the API server refuses any
+                # change to it once set ("field cannot be modified once set")
                 return store.update_status(claim)
             if not allocation:
                 raise BindFailure("ClaimNotAllocated", f"claim {ref} is no longer allocated")
