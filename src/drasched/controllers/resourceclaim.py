@@ -133,10 +133,9 @@ class ResourceClaimController:
     ``workers`` > 1 (``drasched serve``): the pods of a round get their claims side by
     side (each sync touches only its own pod's claims; a create and a status write are
     round trips that one after another would cap a burst at the server's latency), at
-    most ``batch`` of them (0: all) so the scheduler, next in the same thread, can place
-    the first of a burst while the rest wait (see :meth:`queued`); the round waits for
-    them, so the scheduler sees a whole batch's claims at once. Claim keys then run side
-    by side too (each writes only its own claim). Embedded: one worker, keys in the order
+    most ``batch`` of them (0: all), oldest first, so the scheduler can place the first of
+    a burst while the rest wait (see :meth:`queued`). Claim keys run side by side too (each
+    writes only its own claim). Embedded: one worker, keys in the order
     they were queued, so a run is deterministic.
     """
 
@@ -161,6 +160,8 @@ class ResourceClaimController:
         self._pool: ThreadPoolExecutor | None = None
         self._store: ClusterStore | None = None
         self._warned: dict[tuple[str, str], str] = {}
+        self._looked_at: set[Key] | None = None
+        """Pods :meth:`_enqueue_pod` looked at in the current pass over the watch deltas."""
         self._deleted: dict[Key, str] = {}
         """Claims this controller deleted (key -> uid) whose deletion the watch has not shown
         yet: a sync of the old copy meanwhile (a change we wrote just before the delete) would
@@ -217,6 +218,13 @@ class ResourceClaimController:
     def _observe(self) -> None:
         for inf in (self.groups, self.templates, self.pods, self.claims):
             inf.sync()
+        self._looked_at = set()
+        try:
+            self._handle_changes()
+        finally:
+            self._looked_at = None
+
+    def _handle_changes(self) -> None:
         idx = self.index
         groups = self._changed(self.groups, lambda: set(idx.group_uid))
         templates = self._changed(self.templates, set)
@@ -255,6 +263,12 @@ class ResourceClaimController:
         """Upstream ``enqueuePod``'s second half: queue the pod if it needs work (``podNeedsWork``)."""
         if POD not in self.keys:
             return
+        if self._looked_at is not None:
+            # One look per pod in a pass: nothing it reads changes until the pass ends (a pod
+            # and its claims often change together, and each change asks again).
+            if key in self._looked_at:
+                return
+            self._looked_at.add(key)
         pod = self.pods.get(key[1], key[0])
         if pod is None or not (pod.get("spec") or {}).get("resourceClaims"):
             return
@@ -728,11 +742,11 @@ class ResourceClaimController:
 
 
 def split_claim_controller(*, workers: int, batch: int) -> tuple[ResourceClaimController, ResourceClaimController]:
-    """Serve's claim controller as two instances over the same shared watches: one syncs pods
-    and PodGroups (the claims a new pod waits for; it runs in the scheduler's thread, just
-    before it) and one syncs claims (release, deallocation, finalizers, orphans; a thread of
-    its own). One instance would make every new pod wait, before the scheduler sees it, for
-    the cleanup of the claims of pods that just went away: a chain of round trips per claim.
+    """Serve's claim controller as two instances over the same shared watches, each in a thread
+    of its own: one syncs pods and PodGroups (the claims a new pod waits for) and one syncs
+    claims (release, deallocation, finalizers, orphans). One instance would make every new pod
+    wait for the cleanup of the claims of pods that just went away: a chain of round trips per
+    claim.
     Each instance keeps its own index from the same events, so neither reads the other's state.
     """
     pods = ResourceClaimController(workers=workers, batch=batch, keys=(POD, GROUP))

