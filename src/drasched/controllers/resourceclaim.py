@@ -133,10 +133,9 @@ class ResourceClaimController:
     ``workers`` > 1 (``drasched serve``): the pods of a round get their claims side by
     side (each sync touches only its own pod's claims; a create and a status write are
     round trips that one after another would cap a burst at the server's latency), at
-    most ``batch`` of them (0: all) so the scheduler, next in the same thread, can place
-    the first of a burst while the rest wait (see :meth:`queued`); the round waits for
-    them, so the scheduler sees a whole batch's claims at once. Claim keys then run side
-    by side too (each writes only its own claim). Embedded: one worker, keys in the order
+    most ``batch`` of them (0: all), oldest first, so the scheduler can place the first of
+    a burst while the rest wait (see :meth:`queued`). Claim keys run side by side too (each
+    writes only its own claim). Embedded: one worker, keys in the order
     they were queued, so a run is deterministic.
     """
 
@@ -743,11 +742,11 @@ class ResourceClaimController:
 
 
 def split_claim_controller(*, workers: int, batch: int) -> tuple[ResourceClaimController, ResourceClaimController]:
-    """Serve's claim controller as two instances over the same shared watches: one syncs pods
-    and PodGroups (the claims a new pod waits for; it runs in the scheduler's thread, just
-    before it) and one syncs claims (release, deallocation, finalizers, orphans; a thread of
-    its own). One instance would make every new pod wait, before the scheduler sees it, for
-    the cleanup of the claims of pods that just went away: a chain of round trips per claim.
+    """Serve's claim controller as two instances over the same shared watches, each in a thread
+    of its own: one syncs pods and PodGroups (the claims a new pod waits for) and one syncs
+    claims (release, deallocation, finalizers, orphans). One instance would make every new pod
+    wait for the cleanup of the claims of pods that just went away: a chain of round trips per
+    claim.
     Each instance keeps its own index from the same events, so neither reads the other's state.
     """
     pods = ResourceClaimController(workers=workers, batch=batch, keys=(POD, GROUP))
