@@ -64,6 +64,13 @@ def validate_status(obj: Obj, rt: ResourceType) -> None:
         raise invalid(qualified_kind(rt), md.get("name", ""), causes)
 
 
+def validate_status_update(old: Obj, new: Obj, rt: ResourceType) -> None:
+    """Rules of a status write that compare it with the stored object (fields set once)."""
+    causes = resource.validate_claim_status_update(old, new) if rt is kinds.RESOURCE_CLAIM else []
+    if causes:
+        raise invalid(qualified_kind(rt), (old.get("metadata") or {}).get("name", ""), causes)
+
+
 def validate_update(old: Obj, new: Obj, rt: ResourceType) -> None:
     """Rules that only apply to updates: immutable fields."""
     if rt is kinds.RESOURCE_CLAIM and old.get("spec") != new.get("spec"):
@@ -86,5 +93,6 @@ __all__ = [
     "qualified_kind",
     "validate",
     "validate_status",
+    "validate_status_update",
     "validate_update",
 ]

@@ -291,6 +291,17 @@ def validate_claim_status(obj: Obj) -> list[Cause]:
     return causes + _check_allocation(status.get("allocation"), _request_names(requests))
 
 
+def validate_claim_status_update(old: Obj, new: Obj) -> list[Cause]:
+    """``status.allocation`` is ``+k8s:update=NoModify`` (1.37, k8s.io/api resource/v1): once set
+    it may be written back unchanged or cleared, never changed (apimachinery
+    ``validate.UpdatePointer``, which reports the field with a null value)."""
+    before = (old.get("status") or {}).get("allocation")
+    after = (new.get("status") or {}).get("allocation") if isinstance(new.get("status"), dict) else None
+    if before and after and before != after:
+        return [Cause("status.allocation", "Invalid value: null: field cannot be modified once set")]
+    return []
+
+
 def _check_allocation(allocation: Any, names: dict[str, set[Any]]) -> list[Cause]:
     """``validateAllocationResult``: each result names a request of the claim and a well-formed device."""
     if not isinstance(allocation, dict) or not isinstance(allocation.get("devices"), dict):
