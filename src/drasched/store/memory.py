@@ -289,9 +289,11 @@ class MemoryStore:
         items = [o for _, o in sorted(self._kinds.get(rt, {}).items(), key=lambda kv: (kv[0][1], kv[0][2]))]
         return ListResult(items, str(self._rv))
 
-    def _write(self, obj: Obj, status_only: bool) -> Obj:
+    def _write(self, obj: Obj, status_only: bool, stored: frozenset[str] = frozenset()) -> Obj:
+        """``stored``: top-level fields of ``obj`` that are the stored object's own (a merge
+        patch left them alone), already decoded and never changed by a status write."""
         rt = kinds.for_object(obj)
-        obj = _decoded_copy(obj, rt)
+        obj = _decoded_copy(obj, rt, stored)
         md = obj.get("metadata") or {}
         name, namespace = md.get("name", ""), md.get("namespace")
         current = self._require(rt, name, namespace)
@@ -389,7 +391,11 @@ class MemoryStore:
         want_rv = ((patch.get("metadata") or {}).get("resourceVersion"))
         rv = want_rv or current["metadata"]["resourceVersion"]
         merged["metadata"] = {**merged["metadata"], "resourceVersion": rv}
-        return self._write(merged, status_only=subresource == "status")
+        if subresource != "status":
+            return self._write(merged, status_only=False)
+        untouched = frozenset(k for k, v in current.items()
+                              if k not in patch and k not in ("metadata", "status") and merged.get(k) is v)
+        return self._write(merged, status_only=True, stored=untouched)
 
     def delete(
         self,
@@ -540,9 +546,18 @@ class MemoryStore:
         return bool(uid) and uid in self._uids
 
 
-def _decoded_copy(obj: Obj, rt: ResourceType) -> Obj:
+def _decoded_copy(obj: Obj, rt: ResourceType, stored: frozenset[str] = frozenset()) -> Obj:
     """The store's own copy of a request body, decoded as the API server decodes it: a
-    wrongly typed field is refused here (400, or 422 for a CRD) before anything reads it."""
+    wrongly typed field is refused here (400, or 422 for a CRD) before anything reads it.
+
+    The top-level fields named in ``stored`` are the stored object's (decoded when it was
+    written, never changed in place): they are neither copied nor decoded again.
+    """
+    if stored:
+        body = _decoded_copy({k: v for k, v in obj.items() if k not in stored}, rt)
+        own = {k: obj[k] if k in stored else body[k] for k in obj if k in stored or k in body}
+        own.update((k, v) for k, v in body.items() if k not in own)  # a key the decoder renamed
+        return own
     try:
         own = tree_copy(obj)
     except RecursionError:
