@@ -421,7 +421,49 @@ def test_an_upstream_group_claim_from_a_template_made_by_kube_controller_manager
     claims = store.list(kinds.RESOURCE_CLAIM, "default").items
     assert [c["metadata"]["name"] for c in claims] == [status["resourceClaimName"]], "one claim for the group"
     (claim,) = claims
-    assert claim["metadata"]["ownerReferences"][0]["uid"] == group["metadata"]["uid"]
+    assert_made_for_the_group(claim, group)
     assert claim["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
     assert claim["status"]["reservedFor"] == [{"apiGroup": "scheduling.k8s.io", "resource": "podgroups",
                                                "name": "trainers", "uid": group["metadata"]["uid"]}]
+
+
+def assert_made_for_the_group(claim: Obj, group: Obj) -> None:
+    """The group claim as kube-controller-manager's ``handlePodGroupClaim`` makes it (the test
+    above holds kube-controller-manager itself to it; the one below, drasched's controller)."""
+    md = claim["metadata"]
+    assert md["generateName"] == "trainers-gpu-"
+    assert md["annotations"] == {"resource.kubernetes.io/pod-claim-name": "gpu"}
+    assert md["ownerReferences"] == [{"apiVersion": group["apiVersion"], "kind": "PodGroup", "name": "trainers",
+                                      "uid": group["metadata"]["uid"], "controller": True}]
+    assert group["status"]["resourceClaimStatuses"] == [{"name": "gpu", "resourceClaimName": md["name"]}]
+
+
+def test_drasched_claim_controller_makes_and_frees_an_upstream_group_claim_in_serve(cluster: LocalCluster) -> None:
+    """serve --enable-claim-controller with no kube-controller-manager at all: drasched's claim
+    controller makes the upstream PodGroup's one claim from its template, as 1.37's does, and
+    names it in the group's status and each pod's; the scheduler reserves it for the group and
+    binds every pod. Deleting the pods and the group (Terminating: kube-controller-manager's
+    podgroup-protection controller would let it go now) releases, deallocates and deletes it."""
+    pods = 4
+    store = cluster.store()
+    load_mixed(store, cluster, _template_group_manifests(pods))
+    with Serving(store):
+        placed = wait_bound(store, pods, timeout=120.0)
+        assert placed == {f"default/t-{i}": "n1" for i in range(pods)}
+        group = upstream_group(store, cluster, "trainers")
+        (claim,) = store.list(kinds.RESOURCE_CLAIM, "default").items
+        assert_made_for_the_group(claim, group)
+        name = claim["metadata"]["name"]
+        assert claim["status"]["reservedFor"] == [{"apiGroup": "scheduling.k8s.io", "resource": "podgroups",
+                                                   "name": "trainers", "uid": group["metadata"]["uid"]}]
+        for p in store.list(kinds.POD, "default").items:
+            assert p["status"]["resourceClaimStatuses"] == [{"name": "gpu", "resourceClaimName": name}]
+        assert events_about(store, "ResourceClaim", name) == [], "no UnknownConsumer warning"
+        for i in range(pods):  # no kubelet: as it would once the containers stopped
+            store.delete(kinds.POD, f"t-{i}", "default", grace_period_seconds=0)
+        store.request("DELETE", f"/apis/{cluster.served.gang}/namespaces/default/podgroups/trainers")
+        deadline = time.monotonic() + 60
+        while store.list(kinds.RESOURCE_CLAIM, "default").items:
+            assert time.monotonic() < deadline, store.list(kinds.RESOURCE_CLAIM, "default").items
+            time.sleep(0.2)
+    assert store.list(kinds.POD_GROUP).items == [], "nothing is written as a drasched PodGroup"

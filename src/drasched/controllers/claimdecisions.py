@@ -4,7 +4,9 @@ Each function takes wire-form objects (plain dicts) and lookups, and says what t
 the controller (``resourceclaim.py``) reads its caches, calls these, and performs the
 writes. Upstream counterparts in ``pkg/controller/resourceclaim/controller.go``:
 ``podNeedsWork`` / ``handleClaim`` / ``findPodResourceClaim`` (:func:`plan_pod`,
-:func:`claim_from_template`, :func:`find_adoptable`), ``syncClaim``
+:func:`claim_from_template`, :func:`find_adoptable`), ``syncPodGroup`` /
+``handlePodGroupClaim`` / ``findPodGroupResourceClaim`` (:func:`plan_owner_claims` with an
+upstream PodGroup, :func:`claim_annotation`), ``syncClaim``
 (:func:`release_reason`, :func:`plan_release`, :func:`drops_finalizer`,
 :func:`delete_reason`), ``reserveForPod`` (:attr:`PodPlan.reserve`).
 """
@@ -33,6 +35,9 @@ from drasched.controllers.claimutil import (
     is_group_ref,
     is_pod_ref,
     is_reserved_for,
+    is_upstream_group,
+    is_upstream_group_owner,
+    is_upstream_group_ref,
     owned_by,
     pod_claim_name,
     pod_is_done,
@@ -72,10 +77,23 @@ class PodPlan:
         return bool(self.create or self.adopt or self.reserve or self.full or self.statuses != recorded)
 
 
+def claim_annotation(owner: Obj) -> str:
+    """The annotation naming the entry a generated claim was made for.
+
+    ``resource.kubernetes.io/pod-claim-name`` for a pod, and for an upstream PodGroup too
+    (1.37's controller annotates a PodGroup's claims with ``PodResourceClaimAnnotation``);
+    drasched's own PodGroup keeps ``podgroup-claim-name``.
+    """
+    if owner.get("kind") == "Pod" or is_upstream_group(owner):
+        return POD_CLAIM_ANNOTATION
+    return PODGROUP_CLAIM_ANNOTATION
+
+
 def find_adoptable(owner: Obj, entry_name: str, owned_claims: Iterable[Obj]) -> Obj | None:
     """A live claim controlled by ``owner`` and annotated for ``entry_name`` (upstream
-    ``findPodResourceClaim``): created by us before a crash kept it out of the status."""
-    annotation = POD_CLAIM_ANNOTATION if owner.get("kind") == "Pod" else PODGROUP_CLAIM_ANNOTATION
+    ``findPodResourceClaim`` / ``findPodGroupResourceClaim``): created by us before a crash
+    kept it out of the status."""
+    annotation = claim_annotation(owner)
     for claim in owned_claims:
         md = _md(claim)
         if (md.get("annotations") or {}).get(annotation) == entry_name and not md.get("deletionTimestamp") \
@@ -111,15 +129,18 @@ def plan_owner_claims(owner: Obj, entries: Iterable[Obj], get_claim: ClaimLookup
     return plan
 
 
-def plan_pod(pod: Obj, group: Obj | None, get_claim: ClaimLookup, owned_claims: Iterable[Obj]) -> PodPlan:
+def plan_pod(pod: Obj, group: Obj | None, get_claim: ClaimLookup, owned_claims: Iterable[Obj], *,
+             group_missing: bool = False) -> PodPlan:
     """Everything a live pod needs from the controller (empty plan: nothing).
 
     An entry that is its PodGroup's claim (same name and source) uses the group's claim
     once that exists; other template entries get their own (:func:`plan_owner_claims`).
     A bound pod gets its allocated claims reserved, or its group where the claim is the
-    group's (KEP-5729: one reservation for the group covers its pods).
+    group's (KEP-5729: one reservation for the group covers its pods). A pod whose upstream
+    PodGroup is not there (``group_missing``) gets nothing yet, as upstream ``syncPod``
+    fails on ``getPodGroup`` before any entry: which entries are the group's is unknown.
     """
-    if pod_is_done(pod) or _md(pod).get("deletionTimestamp"):
+    if pod_is_done(pod) or _md(pod).get("deletionTimestamp") or group_missing:
         return PodPlan(statuses=status_claim_names(pod))
     entries = (pod.get("spec") or {}).get("resourceClaims") or []
     own = [e for e in entries if group_entry_for(e, group) is None]
@@ -165,17 +186,23 @@ def claim_from_template(owner: Obj, entry: Obj, template: Obj) -> Obj:
 
     ``generateName`` ``<owner>-<entry>-`` with both parts cut in proportion past 57
     characters; owned by ``owner`` (controller, blockOwnerDeletion); annotated with the
-    entry name; the template's ``spec.metadata`` labels and annotations; its ``spec.spec``.
+    entry name (:func:`claim_annotation`); the template's ``spec.metadata`` labels and
+    annotations; its ``spec.spec``. An upstream PodGroup's claim is exactly what 1.37's
+    ``handlePodGroupClaim`` creates: its owner reference sets ``controller`` alone.
     """
-    annotation = POD_CLAIM_ANNOTATION if owner.get("kind") == "Pod" else PODGROUP_CLAIM_ANNOTATION
     tmeta = ((template.get("spec") or {}).get("metadata")) or {}
     annotations = dict(tmeta.get("annotations") or {})
-    annotations[annotation] = entry["name"]
+    annotations[claim_annotation(owner)] = entry["name"]
+    if is_upstream_group(owner):
+        owner_ref: Obj = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": _md(owner).get("name"),
+                          "uid": _md(owner).get("uid"), "controller": True}
+    else:
+        owner_ref = owner_reference(owner, controller=True, block_owner_deletion=True)
     metadata: Obj = {
         "generateName": generate_name(_md(owner).get("name", ""), entry["name"]),
         "namespace": _md(owner).get("namespace") or "",
         "annotations": annotations,
-        "ownerReferences": [owner_reference(owner, controller=True, block_owner_deletion=True)],
+        "ownerReferences": [owner_ref],
     }
     if tmeta.get("labels"):
         metadata["labels"] = dict(tmeta["labels"])
@@ -225,8 +252,12 @@ def release_reason(ref: Obj, consumer: Obj | None, *, group_has_live_pods: bool 
 
     ``consumer`` is the object with the entry's name as the cache or the API holds it (None:
     gone). A pod goes when gone, replaced or done (upstream ``syncClaim``; a bound pod
-    being deleted still runs); a PodGroup when gone, replaced, or being deleted with none
-    of its pods running; any other kind when gone or replaced.
+    being deleted still runs); a PodGroup (drasched's or the upstream one) when gone,
+    replaced, or being deleted with none of its pods running; any other kind when gone or
+    replaced. Upstream releases an upstream PodGroup once it is gone; a deleting one goes
+    once none of its pods is active, when kube-controller-manager's podgroup-protection
+    controller removes its finalizer, so "being deleted, no pod running" is the same moment,
+    and serves a cluster where that controller does not run.
     """
     if is_pod_ref(ref):
         if consumer is None:
@@ -234,12 +265,13 @@ def release_reason(ref: Obj, consumer: Obj | None, *, group_has_live_pods: bool 
         if _md(consumer).get("uid") != ref.get("uid"):
             return "pod was replaced by a new one with the same name"
         return done_reason(consumer) if pod_is_done(consumer) else None
-    what = "PodGroup" if is_group_ref(ref) else (kind or str(ref.get("resource")))
+    group = is_group_ref(ref) or is_upstream_group_ref(ref)
+    what = "PodGroup" if group else (kind or str(ref.get("resource")))
     if consumer is None:
         return f"{what} is gone (orphaned reservation)"
     if _md(consumer).get("uid") != ref.get("uid"):
         return f"{what} was replaced by a new one with the same name (orphaned reservation)"
-    if is_group_ref(ref) and _md(consumer).get("deletionTimestamp") and not group_has_live_pods:
+    if group and _md(consumer).get("deletionTimestamp") and not group_has_live_pods:
         return "PodGroup is being deleted and none of its pods runs any more"
     return None
 
@@ -310,13 +342,16 @@ def controller_owner(claim: Obj) -> Obj | None:
     return next((r for r in _md(claim).get("ownerReferences") or [] if r.get("controller")), None)
 
 
-def delete_reason(claim: Obj, owner: Obj | None) -> str | None:
+def delete_reason(claim: Obj, owner: Obj | None, *, group_has_live_pods: bool = True) -> str | None:
     """Why a generated claim that nothing reserves can be deleted, or None.
 
     ``owner`` is the object named by its controller reference as found (None: gone). A
     pod's claim goes once the pod is done or replaced (upstream ``syncClaim``); also once
     it is gone, and a PodGroup's once the group is gone or replaced: upstream leaves those
-    to the garbage collector, which a cluster without kube-controller-manager lacks.
+    to the garbage collector, which a cluster without kube-controller-manager lacks. An
+    upstream PodGroup's claim goes as well once the group is being deleted with none of its
+    pods running (``group_has_live_pods`` False): the moment its podgroup-protection
+    finalizer would go, and the group with it (see :func:`release_reason`).
     """
     if _md(claim).get("deletionTimestamp") or reserved_for(claim):
         return None
@@ -332,9 +367,13 @@ def delete_reason(claim: Obj, owner: Obj | None) -> str | None:
         if pod_is_done(owner):
             return f"its pod {where} is done ({done_reason(owner)})"
         return None
-    is_group = ref.get("apiVersion") == kinds.POD_GROUP.api_version and ref.get("kind") == kinds.POD_GROUP.kind
+    upstream = is_upstream_group_owner(ref)
+    is_group = upstream or (ref.get("apiVersion") == kinds.POD_GROUP.api_version
+                            and ref.get("kind") == kinds.POD_GROUP.kind)
     if is_group and (owner is None or _md(owner).get("uid") != ref.get("uid")):
         return f"its PodGroup {where} is gone"
+    if upstream and owner is not None and _md(owner).get("deletionTimestamp") and not group_has_live_pods:
+        return f"its PodGroup {where} is being deleted and none of its pods runs any more"
     return None
 
 

@@ -3,7 +3,9 @@
 They answer "which keys does this change concern?" without a pass over every pod or claim
 (upstream's ``podResourceClaimIndex`` and ``claimPodOwnerIndex``, plus what PodGroups
 need): pods by the claims, templates and group they use, claims by controlling owner and
-by the consumers in ``status.reservedFor``, and which groups still have a running pod.
+by the consumers in ``status.reservedFor``, and which groups still have a running pod. The
+upstream ``scheduling.k8s.io`` PodGroups (joined through ``spec.schedulingGroup``) are kept
+apart from drasched's own: the two kinds may use one name.
 Each ``put_*`` replaces what the previous version of that object contributed.
 """
 
@@ -20,6 +22,7 @@ from drasched.controllers.claimutil import (
     pod_group_name,
     pod_is_done,
     reserved_for,
+    upstream_group_name,
 )
 from drasched.store.multiindex import MultiIndex
 
@@ -55,6 +58,11 @@ class ClaimControllerIndex:
         """Values: uid of each PodGroup an allocated claim is reserved for."""
         self.group_by_uid: dict[str, Key] = {}
         self.group_uid: dict[Key, str] = {}
+        self.pods_by_upstream_group: MultiIndex[Key, Key] = MultiIndex()
+        """Values (namespace, upstream PodGroup name) from ``spec.schedulingGroup.podGroupName``."""
+        self.live_upstream_group_pods: MultiIndex[Key, Key] = MultiIndex()
+        self.upstream_group_by_uid: dict[str, Key] = {}
+        self.upstream_group_uid: dict[Key, str] = {}
         self._deleted_pods: OrderedDict[str, None] = OrderedDict()
 
     # ---- pods ---------------------------------------------------------------------------------
@@ -62,7 +70,8 @@ class ClaimControllerIndex:
         ns = key[0]
         if pod is None:
             self.pod_uid.pop(key, None)
-            for idx in (self.pods_by_claim, self.pods_by_template, self.pods_by_group, self.live_group_pods):
+            for idx in (self.pods_by_claim, self.pods_by_template, self.pods_by_group, self.live_group_pods,
+                        self.pods_by_upstream_group, self.live_upstream_group_pods):
                 idx.put(key, ())
             return
         self.pod_uid[key] = _md(pod).get("uid") or ""
@@ -73,6 +82,9 @@ class ClaimControllerIndex:
         group = pod_group_name(pod)
         self.pods_by_group.put(key, [(ns, group)] if group else [])
         self.live_group_pods.put(key, [(ns, group)] if group and not pod_is_done(pod) else [])
+        upstream = upstream_group_name(pod)
+        self.pods_by_upstream_group.put(key, [(ns, upstream)] if upstream else [])
+        self.live_upstream_group_pods.put(key, [(ns, upstream)] if upstream and not pod_is_done(pod) else [])
 
     def note_deleted_pod(self, uid: str) -> None:
         """A pod we saw go (upstream ``deletedObjects``): its reservations can be dropped
@@ -90,6 +102,9 @@ class ClaimControllerIndex:
 
     def group_has_live_pods(self, namespace: str, group: str) -> bool:
         return bool(self.live_group_pods.by_value.get((namespace, group)))
+
+    def upstream_group_has_live_pods(self, namespace: str, group: str) -> bool:
+        return bool(self.live_upstream_group_pods.by_value.get((namespace, group)))
 
     # ---- claims -------------------------------------------------------------------------------
     def put_claim(self, key: Key, claim: Obj | None) -> set[str]:
@@ -115,11 +130,19 @@ class ClaimControllerIndex:
     # ---- groups -------------------------------------------------------------------------------
     def put_group(self, key: Key, group: Obj | None) -> str | None:
         """Index a PodGroup; returns the uid it had before (None: new)."""
-        old = self.group_uid.pop(key, None)
-        if old is not None and self.group_by_uid.get(old) == key:
-            del self.group_by_uid[old]
-        if group is not None and _md(group).get("uid"):
-            uid = str(_md(group)["uid"])
-            self.group_uid[key] = uid
-            self.group_by_uid[uid] = key
-        return old
+        return _put_uid(self.group_uid, self.group_by_uid, key, group)
+
+    def put_upstream_group(self, key: Key, group: Obj | None) -> str | None:
+        """Index an upstream PodGroup; returns the uid it had before (None: new)."""
+        return _put_uid(self.upstream_group_uid, self.upstream_group_by_uid, key, group)
+
+
+def _put_uid(uid_of: dict[Key, str], key_of: dict[str, Key], key: Key, obj: Obj | None) -> str | None:
+    old = uid_of.pop(key, None)
+    if old is not None and key_of.get(old) == key:
+        del key_of[old]
+    if obj is not None and _md(obj).get("uid"):
+        uid = str(_md(obj)["uid"])
+        uid_of[key] = uid
+        key_of[uid] = key
+    return old

@@ -43,6 +43,7 @@ __all__ = [
     "PODGROUP_CONSUMER_RESOURCE",
     "POD_CLAIM_ANNOTATION",
     "POD_GROUP_LABEL",
+    "UPSTREAM_GROUP_API",
     "ClaimNotCreated",
     "consumer_ref",
     "controller_owner_uid",
@@ -54,12 +55,16 @@ __all__ = [
     "is_group_ref",
     "is_pod_ref",
     "is_reserved_for",
+    "is_upstream_group",
+    "is_upstream_group_owner",
+    "is_upstream_group_ref",
     "owned_by",
     "pod_claim_name",
     "pod_group_name",
     "pod_is_done",
     "reserved_for",
     "status_claim_names",
+    "upstream_group_name",
 ]
 
 Obj = dict[str, Any]
@@ -80,6 +85,10 @@ MAX_GENERATE_NAME_BASE = 57
 
 PODGROUP_CONSUMER_GROUP = kinds.DRASCHED
 PODGROUP_CONSUMER_RESOURCE = kinds.POD_GROUP.plural
+
+UPSTREAM_GROUP_API = kinds.UPSTREAM_POD_GROUP.group
+"""The upstream gang API's group (``scheduling.k8s.io``): its PodGroup, v1beta1 on 1.37 and
+v1alpha2 on 1.36, is a claim owner and consumer of its own (KEP-5729)."""
 
 
 def generate_name(owner_name: str, entry_name: str) -> str:
@@ -108,10 +117,12 @@ controller_owner_uid = controller_uid
 
 
 def consumer_ref(obj: Obj) -> Obj:
-    """The ``reservedFor`` entry for a pod or a PodGroup."""
+    """The ``reservedFor`` entry for a pod or a PodGroup (drasched's or the upstream one)."""
     md = obj.get("metadata") or {}
     if obj.get("kind") == "Pod":
         return {"resource": "pods", "name": md.get("name"), "uid": md.get("uid")}
+    if is_upstream_group(obj):  # upstream resourceclaim.BindTo
+        return {"apiGroup": UPSTREAM_GROUP_API, "resource": "podgroups", "name": md.get("name"), "uid": md.get("uid")}
     rt = kinds.for_object(obj)
     return {"apiGroup": rt.group, "resource": rt.plural, "name": md.get("name"), "uid": md.get("uid")}
 
@@ -121,7 +132,28 @@ def is_pod_ref(ref: Obj) -> bool:
 
 
 def is_group_ref(ref: Obj) -> bool:
+    """A ``reservedFor`` entry naming a drasched PodGroup."""
     return ref.get("apiGroup") == PODGROUP_CONSUMER_GROUP and ref.get("resource") == PODGROUP_CONSUMER_RESOURCE
+
+
+def is_upstream_group_ref(ref: Obj) -> bool:
+    """A ``reservedFor`` entry naming an upstream PodGroup (upstream ``isPodGroupClaim``)."""
+    return ref.get("apiGroup") == UPSTREAM_GROUP_API and ref.get("resource") == "podgroups"
+
+
+def is_upstream_group(obj: Obj) -> bool:
+    """An upstream ``scheduling.k8s.io`` PodGroup, in whichever version the server serves."""
+    return obj.get("kind") == "PodGroup" and str(obj.get("apiVersion", "")).startswith(UPSTREAM_GROUP_API + "/")
+
+
+def is_upstream_group_owner(ref: Obj) -> bool:
+    """An ownerReference naming an upstream PodGroup (upstream ``claimPodGroupOwnerIndexFunc``)."""
+    return is_upstream_group(ref)
+
+
+def upstream_group_name(pod: Obj) -> str | None:
+    """The upstream PodGroup a pod joins (``spec.schedulingGroup.podGroupName``), or None."""
+    return ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") or None
 
 
 def group_claim_problems(group: Obj) -> list[str]:

@@ -22,6 +22,13 @@ this module reads the caches, calls them, and writes.
   claim per template, owned by the group; a pod entry that is its group's claim uses that
   claim, reserved for the group as ONE consumer. A finalizer keeps the group while it
   holds an allocated claim.
+* **Upstream PodGroups** (``podgroup:``, upstream's own prefix), when the server serves the
+  ``scheduling.k8s.io`` gang API (``upstream_groups``): as 1.37's controller with
+  ``DRAWorkloadResourceClaims``, each template entry of the group gets one claim, made as
+  ``handlePodGroupClaim`` makes it and named in the group's
+  ``status.resourceClaimStatuses``; the group's pods (``spec.schedulingGroup``) use it; a
+  reservation for the group is released, and the claim deleted, once the group is gone
+  or being deleted with none of its pods running. No condition and no finalizer of ours.
 
 Never is a consumer that may still run removed: a bound pod that is being deleted keeps
 its reservation until its kubelet finishes it, and a pod that is not in the cache is
@@ -45,6 +52,7 @@ from drasched.api.meta import format_time
 from drasched.control import ControllerContext
 from drasched.controllers.claimdecisions import (
     CLAIMS_VALID_CONDITION,
+    claim_annotation,
     claim_from_template,
     claims_condition,
     consumer_text,
@@ -67,10 +75,13 @@ from drasched.controllers.claimutil import (
     group_claim_problems,
     is_group_ref,
     is_pod_ref,
+    is_upstream_group_owner,
+    is_upstream_group_ref,
     pod_group_name,
     pod_is_done,
     reserved_for,
     status_claim_names,
+    upstream_group_name,
 )
 from drasched.controllers.workqueue import WorkQueue
 from drasched.store.base import ClusterStore
@@ -84,8 +95,9 @@ __all__ = ["CLAIMS_VALID_CONDITION", "ResourceClaimController"]
 
 _BY_GROUP_RESOURCE = {(rt.group, rt.plural): rt for rt in kinds.ALL}
 
-POD, CLAIM, GROUP = "pod:", "claim:", "group:"
-"""Key prefixes (upstream's ``podKeyPrefix`` and ``claimKeyPrefix``, plus PodGroups)."""
+POD, CLAIM, GROUP, UPSTREAM_GROUP = "pod:", "claim:", "group:", "podgroup:"
+"""Key prefixes (upstream's ``podKeyPrefix``, ``claimKeyPrefix`` and ``podGroupKeyPrefix``, the
+last for upstream PodGroups; ``group:`` for drasched's)."""
 
 
 def _md(obj: Obj) -> dict[str, Any]:
@@ -141,15 +153,20 @@ class ResourceClaimController:
 
     name = "resourceclaim-controller"
 
-    def __init__(self, *, workers: int = 1, batch: int = 0, keys: Iterable[str] = (POD, GROUP, CLAIM),
-                 name: str | None = None) -> None:
+    def __init__(self, *, workers: int = 1, batch: int = 0,
+                 keys: Iterable[str] = (POD, GROUP, UPSTREAM_GROUP, CLAIM), name: str | None = None,
+                 upstream_groups: kinds.ResourceType | None = None) -> None:
         self.workers = workers
         self.batch = batch
-        self.watches = (kinds.POD, kinds.RESOURCE_CLAIM, kinds.RESOURCE_CLAIM_TEMPLATE, kinds.POD_GROUP)
+        self.upstream_rt = upstream_groups
+        """The upstream PodGroup kind the server serves (``scheduling.k8s.io`` v1beta1 on 1.37,
+        v1alpha2 on 1.36), or None: such groups are then not read, as before the gang API."""
+        self.watches = (kinds.POD, kinds.RESOURCE_CLAIM, kinds.RESOURCE_CLAIM_TEMPLATE, kinds.POD_GROUP,
+                        *((upstream_groups,) if upstream_groups is not None else ()))
         """What wakes it in serve (the kinds it reads)."""
         self.keys = frozenset(keys)
-        """Which keys this instance syncs (``POD``, ``GROUP``, ``CLAIM``): serve runs two, see
-        :func:`split_claim_controller`; embedded one with all."""
+        """Which keys this instance syncs (``POD``, ``GROUP``, ``UPSTREAM_GROUP``, ``CLAIM``):
+        serve runs two, see :func:`split_claim_controller`; embedded one with all."""
         if name is not None:
             self.name = name
         self.queue: WorkQueue[str] = WorkQueue()
@@ -176,6 +193,7 @@ class ResourceClaimController:
         self.claims = Informer(store, kinds.RESOURCE_CLAIM)
         self.templates = Informer(store, kinds.RESOURCE_CLAIM_TEMPLATE)
         self.groups = Informer(store, kinds.POD_GROUP)
+        self.upstream = Informer(store, self.upstream_rt) if self.upstream_rt is not None else None
         self.index = ClaimControllerIndex()
         self.queue = WorkQueue()
         self._queued_pods.clear()
@@ -216,8 +234,9 @@ class ResourceClaimController:
         return [(k, informer.get(k[1], k[0])) for k in sorted(keys)]
 
     def _observe(self) -> None:
-        for inf in (self.groups, self.templates, self.pods, self.claims):
-            inf.sync()
+        for inf in (self.groups, self.upstream, self.templates, self.pods, self.claims):
+            if inf is not None:
+                inf.sync()
         self._looked_at = set()
         try:
             self._handle_changes()
@@ -227,14 +246,17 @@ class ResourceClaimController:
     def _handle_changes(self) -> None:
         idx = self.index
         groups = self._changed(self.groups, lambda: set(idx.group_uid))
+        upstream = self._changed(self.upstream, lambda: set(idx.upstream_group_uid)) if self.upstream else []
         templates = self._changed(self.templates, set)
         pods = self._changed(self.pods, lambda: set(idx.pod_uid))
         claims = self._changed(self.claims, lambda: set(idx.claims_by_owner.of) | set(idx.claims_by_consumer.of))
         # First every index, then the keys: a handler reads the others' current state.
         group_before = [idx.put_group(k, g) for k, g in groups]
-        pod_before: list[tuple[str | None, frozenset[Key], frozenset[Key]]] = []
+        upstream_before = [idx.put_upstream_group(k, g) for k, g in upstream]
+        pod_before: list[tuple[str | None, frozenset[Key], frozenset[Key], frozenset[Key]]] = []
         for k, p in pods:
-            pod_before.append((idx.pod_uid.get(k), idx.claims_of_pod(k), idx.pods_by_group.of.get(k, frozenset())))
+            pod_before.append((idx.pod_uid.get(k), idx.claims_of_pod(k), idx.pods_by_group.of.get(k, frozenset()),
+                               idx.pods_by_upstream_group.of.get(k, frozenset())))
             idx.put_pod(k, p)
         claim_before: list[tuple[frozenset[str], frozenset[str], set[str]]] = []
         for k, c in claims:
@@ -243,6 +265,8 @@ class ResourceClaimController:
             claim_before.append((owner, consumers, idx.put_claim(k, c)))
         for (k, g), old_uid in zip(groups, group_before, strict=True):
             self._on_group(k, g, old_uid)
+        for (k, g), old_uid in zip(upstream, upstream_before, strict=True):
+            self._on_upstream_group(k, g, old_uid)
         for k, _ in templates:
             self._on_template(k)
         for (k, p), pb in zip(pods, pod_before, strict=True):
@@ -282,7 +306,7 @@ class ResourceClaimController:
             self._add(item)
 
     def _on_pod(self, key: Key, pod: Obj | None, old_uid: str | None, old_claims: frozenset[Key],
-                old_groups: frozenset[Key]) -> None:
+                old_groups: frozenset[Key], old_upstream: frozenset[Key]) -> None:
         uid = _uid(pod) if pod is not None else None
         replaced = old_uid is not None and uid != old_uid
         if replaced and old_uid:
@@ -297,6 +321,10 @@ class ResourceClaimController:
                 guid = idx.group_uid.get(gkey)
                 if guid and not idx.group_has_live_pods(*gkey):
                     claims |= idx.claims_by_consumer.keys_for(guid)
+            for gkey in sorted(old_upstream | idx.pods_by_upstream_group.of.get(key, frozenset())):
+                guid = idx.upstream_group_uid.get(gkey)
+                if guid and not idx.upstream_group_has_live_pods(*gkey):  # a deleting group's claims may go
+                    claims |= idx.claims_by_consumer.keys_for(guid) | idx.claims_by_owner.keys_for(guid)
             self._add_claims(claims)
         if pod is not None:
             self._enqueue_pod(key)
@@ -323,21 +351,34 @@ class ResourceClaimController:
                 if guid in owners:
                     for pod_key in sorted(idx.pods_by_group.keys_for(gkey)):
                         self._enqueue_pod(pod_key)
+            ukey = idx.upstream_group_by_uid.get(guid)
+            if ukey is not None and guid in owners:
+                self._add(_key(UPSTREAM_GROUP, ukey))
+                for pod_key in sorted(idx.pods_by_upstream_group.keys_for(ukey)):
+                    self._enqueue_pod(pod_key)
 
     def _on_template(self, key: Key) -> None:
         for pod_key in sorted(self.index.pods_by_template.keys_for(key)):
             self._enqueue_pod(pod_key)
-        for group in self.groups.values():
-            if _ns(group) == key[0] and any(
-                    isinstance(e, dict) and e.get("resourceClaimTemplateName") == key[1]
-                    for e in (group.get("spec") or {}).get("resourceClaims") or []):
-                self._add(_key(GROUP, (key[0], _name(group))))
+        for prefix, informer in ((GROUP, self.groups), (UPSTREAM_GROUP, self.upstream)):
+            for group in informer.values() if informer is not None else ():
+                if _ns(group) == key[0] and any(
+                        isinstance(e, dict) and e.get("resourceClaimTemplateName") == key[1]
+                        for e in (group.get("spec") or {}).get("resourceClaims") or []):
+                    self._add(_key(prefix, (key[0], _name(group))))
 
     def _on_group(self, key: Key, group: Obj | None, old_uid: str | None) -> None:
+        self._on_any_group(GROUP, self.index.pods_by_group.keys_for(key), key, group, old_uid)
+
+    def _on_upstream_group(self, key: Key, group: Obj | None, old_uid: str | None) -> None:
+        """Upstream ``enqueuePodGroup``; its claims too, which may be released or deleted now."""
+        self._on_any_group(UPSTREAM_GROUP, self.index.pods_by_upstream_group.keys_for(key), key, group, old_uid)
+
+    def _on_any_group(self, prefix: str, pods: set[Key], key: Key, group: Obj | None, old_uid: str | None) -> None:
         idx = self.index
         if group is not None:
-            self._add(_key(GROUP, key))
-        for pod_key in sorted(idx.pods_by_group.keys_for(key)):
+            self._add(_key(prefix, key))
+        for pod_key in sorted(pods):
             self._enqueue_pod(pod_key)
         claims: set[Key] = set()
         for u in {old_uid, _uid(group) if group is not None else None} - {None, ""}:
@@ -351,7 +392,7 @@ class ResourceClaimController:
             items.append(item)
         if self.workers <= 1:
             return any([self._process(item, now) for item in items])
-        groups = [i for i in items if i.startswith(GROUP)]
+        groups = [i for i in items if i.startswith((GROUP, UPSTREAM_GROUP))]
         pods = [i for i in items if i.startswith(POD)]
         claims = [i for i in items if i.startswith(CLAIM)]
         later: list[str] = []
@@ -387,7 +428,8 @@ class ResourceClaimController:
     def _process(self, item: str, now: float) -> bool:
         """Sync one key; on trouble put it back with backoff (upstream ``processNextWorkItem``)."""
         prefix, key = _split(item)
-        sync = {POD: self._sync_pod, CLAIM: self._sync_claim, GROUP: self._sync_group}[prefix]
+        sync = {POD: self._sync_pod, CLAIM: self._sync_claim, GROUP: self._sync_group,
+                UPSTREAM_GROUP: self._sync_upstream_group}[prefix]
         if prefix == POD:
             self._queued_pods.pop(self._queued_uid.pop(item, ""), None)
         try:
@@ -422,7 +464,10 @@ class ResourceClaimController:
     # ---- small helpers ---------------------------------------------------------------------
     def _plan_pod(self, pod: Obj) -> Any:
         ns = _ns(pod)
-        return plan_pod(pod, self._group_of(pod), lambda n: self.claims.get(n, ns), self._owned(pod))
+        group = self._group_of(pod)
+        # upstream getPodGroup: a pod of an upstream PodGroup not (yet) there waits for it
+        missing = group is None and self.upstream is not None and upstream_group_name(pod) is not None
+        return plan_pod(pod, group, lambda n: self.claims.get(n, ns), self._owned(pod), group_missing=missing)
 
     def _owned(self, owner: Obj) -> list[Obj]:
         ns = _ns(owner)
@@ -430,8 +475,12 @@ class ResourceClaimController:
         return [c for c in found if c is not None]
 
     def _group_of(self, obj: Obj) -> Obj | None:
+        """The pod's drasched PodGroup, else (where served) the upstream one it names: drasched's
+        own wins where both kinds use the name, as in the scheduler."""
         name = pod_group_name(obj)
-        return self.groups.get(name, _ns(obj)) if name else None
+        group = self.groups.get(name, _ns(obj)) if name else None
+        upstream = upstream_group_name(obj) if group is None and self.upstream is not None else None
+        return self.upstream.get(upstream, _ns(obj)) if upstream and self.upstream is not None else group
 
     def _event(self, obj: Obj, etype: str, reason: str, message: str) -> None:
         self.ctx.event(obj, etype, reason, message, component=self.name)
@@ -444,7 +493,7 @@ class ResourceClaimController:
         self._warned[wkey] = message
         if isinstance(obj, str):
             prefix = obj.split(":", 1)[0] + ":"
-            inf = {POD: self.pods, CLAIM: self.claims, GROUP: self.groups}.get(prefix)
+            inf = {POD: self.pods, CLAIM: self.claims, GROUP: self.groups, UPSTREAM_GROUP: self.upstream}.get(prefix)
             found = inf.get(key[1], key[0]) if inf is not None else None
             if found is None:
                 self.ctx.decide(self.name, reason, obj, message)
@@ -549,6 +598,45 @@ class ResourceClaimController:
         self.ctx.decide(self.name, f"{change}-finalizer", group, f"{GROUP_CLAIM_FINALIZER}: {message}")
         return True
 
+    def _sync_upstream_group(self, key: Key) -> bool:
+        """Upstream ``syncPodGroup``: create or adopt the claims of the group's template entries
+        and name them in its ``status.resourceClaimStatuses`` (a merge patch of that field
+        alone, as upstream's apply of it: the scheduler writes the group's conditions)."""
+        assert self.upstream is not None and self.upstream_rt is not None
+        group = self.upstream.get(key[1], key[0])
+        if group is None or _md(group).get("deletionTimestamp"):
+            return False
+        entries = [e for e in (group.get("spec") or {}).get("resourceClaims") or [] if isinstance(e, dict)]
+        plan = plan_owner_claims(group, entries, lambda n: self.claims.get(n, key[0]), self._owned(group))
+        statuses = plan.statuses
+        self._decide_adoptions(group, plan.adopt)
+        progress = False
+        failed: ApiError | None = None
+        for entry in plan.create:
+            try:
+                name = self._create_from_template(group, entry)
+            except ApiError as exc:
+                failed = exc
+                continue
+            if name:
+                statuses[entry["name"]] = name
+                progress = True
+        recorded = status_claim_names(group)
+        if statuses != recorded:
+            try:
+                group = self.store.patch(self.upstream_rt, key[1], key[0],
+                                         {"status": {"resourceClaimStatuses": statuses_list(group, statuses)}},
+                                         subresource="status")
+            except NotFound:
+                return progress
+            self.upstream.put(group)
+            self.ctx.decide(self.name, "record-claims", group,
+                            ", ".join(f"{k}={v}" for k, v in sorted(statuses.items()) if recorded.get(k) != v))
+            progress = True
+        if failed is not None:
+            raise failed
+        return progress
+
     # ---- pods --------------------------------------------------------------------------------
     def _sync_pod(self, key: Key) -> bool:
         """Upstream ``syncPod``: create or adopt the pod's claims, record them, reserve if bound."""
@@ -595,8 +683,7 @@ class ResourceClaimController:
         return progress
 
     def _decide_adoptions(self, owner: Obj, adopt: dict[str, str]) -> None:
-        annotation = "resource.kubernetes.io/pod-claim-name" if owner.get("kind") == "Pod" \
-            else "resource.kubernetes.io/podgroup-claim-name"
+        annotation = claim_annotation(owner)
         for entry, claim_name in sorted(adopt.items()):
             self.ctx.decide(self.name, "adopt", f"ResourceClaim/{_ns(owner)}/{claim_name}",
                             f"adopted ResourceClaim {claim_name} for entry {entry}: owned by this "
@@ -613,16 +700,17 @@ class ResourceClaimController:
         template_name = entry["resourceClaimTemplateName"]
         template = self.templates.get(template_name, ns)
         okey = (ns, _name(owner))
+        what = "PodResourceClaim" if owner.get("kind") == "Pod" else "PodGroupResourceClaim"  # as upstream
         if template is None:
             self._warn_once(owner, okey, "FailedResourceClaimCreation",
-                            f"PodResourceClaim {entry['name']}: resource claim template {template_name!r}: "
+                            f"{what} {entry['name']}: resource claim template {template_name!r}: "
                             f'{kinds.RESOURCE_CLAIM_TEMPLATE.group_resource} "{template_name}" not found')
             return None
         try:
             created = self.store.create(claim_from_template(owner, entry, template))
         except ApiError as exc:
             self._warn_once(owner, okey, "FailedResourceClaimCreation",
-                            f"PodResourceClaim {entry['name']}: create ResourceClaim from template "
+                            f"{what} {entry['name']}: create ResourceClaim from template "
                             f"{template_name!r}: {exc.message}")
             if _retriable(exc):
                 raise
@@ -703,6 +791,9 @@ class ResourceClaimController:
         if is_group_ref(ref):
             group = self.groups.get(name, ns) or self._confirm(kinds.POD_GROUP, name, ns)
             return release_reason(ref, group, group_has_live_pods=self.index.group_has_live_pods(ns, name))
+        if is_upstream_group_ref(ref) and self.upstream is not None and self.upstream_rt is not None:
+            group = self.upstream.get(name, ns) or self._confirm(self.upstream_rt, name, ns)
+            return release_reason(ref, group, group_has_live_pods=self.index.upstream_group_has_live_pods(ns, name))
         rt = _BY_GROUP_RESOURCE.get((ref.get("apiGroup") or "", ref.get("resource") or ""))
         if rt is None:
             self._warn_once(claim, (ns, _name(claim)), "UnknownConsumer",
@@ -712,18 +803,23 @@ class ResourceClaimController:
         return release_reason(ref, self._confirm(rt, name, ns if rt.namespaced else None), kind=rt.kind)
 
     def _delete_if_owner_done(self, claim: Obj) -> bool:
-        """Delete a generated claim whose pod is done or gone, or whose PodGroup is gone."""
+        """Delete a generated claim whose pod is done or gone, or whose PodGroup is gone (or,
+        for an upstream one, being deleted with none of its pods running)."""
         ref = controller_owner(claim)
         if ref is None or _md(claim).get("deletionTimestamp") or reserved_for(claim):
             return False
         ns, oname = _ns(claim), str(ref.get("name", ""))
+        live = True
         if ref.get("kind") == "Pod" and ref.get("apiVersion") == "v1":
             owner = self._pod(oname, ns, str(ref.get("uid", "")))
         elif ref.get("kind") == kinds.POD_GROUP.kind and ref.get("apiVersion") == kinds.POD_GROUP.api_version:
             owner = self.groups.get(oname, ns) or self._confirm(kinds.POD_GROUP, oname, ns)
+        elif is_upstream_group_owner(ref) and self.upstream is not None and self.upstream_rt is not None:
+            owner = self.upstream.get(oname, ns) or self._confirm(self.upstream_rt, oname, ns)
+            live = self.index.upstream_group_has_live_pods(ns, oname)
         else:
             return False
-        reason = delete_reason(claim, owner)
+        reason = delete_reason(claim, owner, group_has_live_pods=live)
         if reason is None:
             return False
         try:
@@ -741,14 +837,18 @@ class ResourceClaimController:
 
 
 
-def split_claim_controller(*, workers: int, batch: int) -> tuple[ResourceClaimController, ResourceClaimController]:
+def split_claim_controller(*, workers: int, batch: int, upstream_groups: kinds.ResourceType | None = None,
+                           ) -> tuple[ResourceClaimController, ResourceClaimController]:
     """Serve's claim controller as two instances over the same shared watches, each in a thread
     of its own: one syncs pods and PodGroups (the claims a new pod waits for) and one syncs
     claims (release, deallocation, finalizers, orphans). One instance would make every new pod
     wait for the cleanup of the claims of pods that just went away: a chain of round trips per
     claim.
     Each instance keeps its own index from the same events, so neither reads the other's state.
+    ``upstream_groups``: the upstream PodGroup kind the server serves, if any (both read it).
     """
-    pods = ResourceClaimController(workers=workers, batch=batch, keys=(POD, GROUP))
-    claims = ResourceClaimController(workers=workers, keys=(CLAIM,), name="resourceclaim-cleanup")
+    pods = ResourceClaimController(workers=workers, batch=batch, keys=(POD, GROUP, UPSTREAM_GROUP),
+                                   upstream_groups=upstream_groups)
+    claims = ResourceClaimController(workers=workers, keys=(CLAIM,), name="resourceclaim-cleanup",
+                                     upstream_groups=upstream_groups)
     return pods, claims

@@ -91,7 +91,11 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
         from drasched.controllers.devicetainteviction import DeviceTaintEvictionController
         from drasched.controllers.resourceclaim import split_claim_controller
 
-        claim_controller, claim_cleanup = split_claim_controller(workers=CLAIM_WORKERS, batch=CLAIM_BATCH)
+        # an upstream PodGroup's claims from templates too, where the server serves the gang API
+        upstream_groups = next((rt for rt in foreign if rt.group == kinds.UPSTREAM_POD_GROUP.group
+                                and rt.kind == kinds.UPSTREAM_POD_GROUP.kind), None)
+        claim_controller, claim_cleanup = split_claim_controller(workers=CLAIM_WORKERS, batch=CLAIM_BATCH,
+                                                                 upstream_groups=upstream_groups)
         queued = claim_controller.queued
         controllers += [claim_controller, claim_cleanup]
         controllers.append(DeviceTaintEvictionController(rules_kind=taint_rules))

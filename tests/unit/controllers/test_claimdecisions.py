@@ -11,12 +11,14 @@ from typing import Any
 import pytest
 
 from drasched.controllers.claimdecisions import (
+    claim_annotation,
     claim_from_template,
     claims_condition,
     delete_reason,
     drops_finalizer,
     find_adoptable,
     group_finalizer_change,
+    plan_owner_claims,
     plan_pod,
     plan_release,
     release_reason,
@@ -28,6 +30,7 @@ from drasched.controllers.claimutil import (
     MAX_RESERVED_FOR,
     POD_CLAIM_ANNOTATION,
     PODGROUP_CLAIM_ANNOTATION,
+    consumer_ref,
 )
 from tests.unit.controllers.helpers import by_name, claim, from_template, group_ref, pod, pod_ref, podgroup, template
 
@@ -258,3 +261,83 @@ def test_claims_condition_is_set_on_trouble_and_cleared_once() -> None:
     fixed = claims_condition([bad], [])
     assert fixed is not None and fixed["status"] == "True"
     assert claims_condition([], []) is None  # never had trouble: no condition at all
+
+
+# ---- upstream scheduling.k8s.io PodGroups (1.37's controller with DRAWorkloadResourceClaims) ------
+
+
+def _upstream_group(name: str = "g", uid: str = "ug1", version: str = "v1beta1") -> Obj:
+    return {"apiVersion": f"scheduling.k8s.io/{version}", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default", "uid": uid},
+            "spec": {"resourceClaims": [from_template("gpu", "t")]}}
+
+
+UPSTREAM_REF = {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "g", "uid": "ug1"}
+
+
+@pytest.mark.parametrize("version", ["v1beta1", "v1alpha2"])
+def test_an_upstream_groups_claim_is_what_handle_pod_group_claim_creates(version: str) -> None:
+    """The owner reference is the served version's, controller only (no blockOwnerDeletion);
+    the entry is named with PodResourceClaimAnnotation, as upstream does for a PodGroup too."""
+    t = template("t", labels={"team": "ml"}, annotations={"note": "x"})
+    c = claim_from_template(_upstream_group(version=version), {"name": "gpu", "resourceClaimTemplateName": "t"}, t)
+    assert c["metadata"] == {
+        "generateName": "g-gpu-", "namespace": "default", "labels": {"team": "ml"},
+        "annotations": {"note": "x", POD_CLAIM_ANNOTATION: "gpu"},
+        "ownerReferences": [{"apiVersion": f"scheduling.k8s.io/{version}", "kind": "PodGroup", "name": "g",
+                             "uid": "ug1", "controller": True}]}
+    assert claim_annotation(_upstream_group()) == POD_CLAIM_ANNOTATION
+    assert claim_annotation(podgroup("g")) == PODGROUP_CLAIM_ANNOTATION
+
+
+def test_an_upstream_groups_claim_made_before_a_crash_is_adopted() -> None:
+    g = _upstream_group()
+    made = claim("g-gpu-abcde", owner=g, annotations={POD_CLAIM_ANNOTATION: "gpu"})
+    plan = plan_owner_claims(g, g["spec"]["resourceClaims"], _lookup(made), [made])
+    assert plan.adopt == {"gpu": "g-gpu-abcde"} and not plan.create
+    drasched_annotated = claim("g-gpu-fghij", owner=g, annotations={PODGROUP_CLAIM_ANNOTATION: "gpu"})
+    assert find_adoptable(g, "gpu", [drasched_annotated]) is None
+
+
+def test_a_member_pod_uses_its_upstream_groups_claim_and_reserves_it_for_the_group() -> None:
+    g = _recorded(_upstream_group(), gpu="g-gpu-abcde")
+    shared = claim("g-gpu-abcde", owner=g)
+    p = _with_uid(pod("p", [from_template("gpu", "t")], node="n1"), "u1")
+    p["spec"]["schedulingGroup"] = {"podGroupName": "g"}
+    plan = plan_pod(p, g, _lookup(shared), [])
+    assert not plan.create and plan.statuses == {"gpu": "g-gpu-abcde"}
+    recorded = _recorded(p, gpu="g-gpu-abcde")
+    assert plan_pod(recorded, g, _lookup(shared), []).reserve == [("g-gpu-abcde", UPSTREAM_REF)]
+    assert consumer_ref(g) == UPSTREAM_REF
+
+
+def test_a_pod_whose_upstream_group_is_missing_gets_nothing_yet() -> None:
+    p = _with_uid(pod("p", [from_template("gpu", "t"), from_template("own", "t")]), "u1")
+    plan = plan_pod(p, None, _lookup(), [], group_missing=True)
+    assert not plan.create and not plan.needs_work({})
+
+
+def test_release_reason_for_an_upstream_group() -> None:
+    assert release_reason(UPSTREAM_REF, None) == "PodGroup is gone (orphaned reservation)"
+    assert release_reason(UPSTREAM_REF, _upstream_group(uid="other")) == (
+        "PodGroup was replaced by a new one with the same name (orphaned reservation)")
+    assert release_reason(UPSTREAM_REF, _upstream_group(), group_has_live_pods=False) is None, "not being deleted"
+    deleting = _upstream_group()
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert release_reason(UPSTREAM_REF, deleting, group_has_live_pods=True) is None
+    assert release_reason(UPSTREAM_REF, deleting, group_has_live_pods=False) == (
+        "PodGroup is being deleted and none of its pods runs any more")
+
+
+def test_an_upstream_groups_claim_is_deleted_once_the_group_is_gone_or_ends() -> None:
+    g = _upstream_group()
+    c = claim("g-gpu-abcde", owner=g, allocated=False, finalizer=False)
+    assert delete_reason(c, g, group_has_live_pods=False) is None, "a live group keeps its claim"
+    assert delete_reason(c, None) == "its PodGroup default/g is gone"
+    deleting = _upstream_group()
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert delete_reason(c, deleting, group_has_live_pods=True) is None
+    assert delete_reason(c, deleting, group_has_live_pods=False) == (
+        "its PodGroup default/g is being deleted and none of its pods runs any more")
+    reserved = claim("g-gpu-abcde", owner=g, reserved=[UPSTREAM_REF])
+    assert delete_reason(reserved, None) is None, "released first"
