@@ -602,7 +602,8 @@ class ResourceClaimController:
         """Upstream ``syncPodGroup``: create or adopt the claims of the group's template entries
         and name them in its ``status.resourceClaimStatuses`` (a merge patch of that field
         alone, as upstream's apply of it: the scheduler writes the group's conditions)."""
-        assert self.upstream is not None and self.upstream_rt is not None
+        if self.upstream is None or self.upstream_rt is None:
+            return False
         group = self.upstream.get(key[1], key[0])
         if group is None or _md(group).get("deletionTimestamp"):
             return False
