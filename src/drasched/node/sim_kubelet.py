@@ -45,6 +45,7 @@ that no device was ever prepared for two claims at once. CDI specs stay in memor
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -133,6 +134,8 @@ class SimulatedKubelet:
         """Pod UID -> the driver-prepared devices it started with, as the decision record lists them."""
         self._adopted: set[str] = set()
         """Pod UIDs found Running whose claims were offered to their node's drivers."""
+        self._waiting: set[tuple[str, str]] = set()
+        """Bound pods still Pending at the last pass: every pass looks at them again."""
 
     def _attach(self, ctx: ControllerContext) -> None:
         if self._store is ctx.store:
@@ -151,6 +154,7 @@ class SimulatedKubelet:
         self._touched.clear()
         self._held.clear()
         self._adopted.clear()
+        self._waiting.clear()
         self._again = True
 
     def close(self) -> None:
@@ -158,19 +162,24 @@ class SimulatedKubelet:
         self.node_drivers.close()
 
     def reconcile(self, ctx: ControllerContext) -> bool:
-        """One pass over bound pods when anything changed or a pod's run time is up."""
+        """A pass over the bound pods that may have work: changed, due, or waiting to start."""
         self._attach(ctx)
         changed = [inf.sync() for inf in (self.pods, self.claims, self.groups)]
         drivers_changed = self.nodes.sync() and self.node_drivers.sync(ctx, self.nodes.values())
-        due = False
+        due: set[tuple[str, str]] = set()
         while self._deadlines and self._deadlines[0][0] <= ctx.now():
-            self._scheduled.discard(heapq.heappop(self._deadlines))
-            due = True
+            entry = heapq.heappop(self._deadlines)
+            self._scheduled.discard(entry)
+            namespace, _, name = entry[1].partition("/")
+            due.add((namespace, name))
         if not any(changed) and not due and not self._again and not drivers_changed:
             return False
         self.ctx = ctx
         progress = drivers_changed
-        bound = [pod for pod in self.pods.values() if (pod.get("spec") or {}).get("nodeName")]
+        bound = self._to_visit(due, everything=drivers_changed)
+        self._waiting = {(_md(p).get("namespace") or "", _md(p).get("name") or "") for p in bound
+                         if not _md(p).get("deletionTimestamp")
+                         and ((p.get("status") or {}).get("phase") or "Pending") == "Pending"}
         for pod in bound:  # devices of pods already running count as held before any pod starts
             if (pod.get("status") or {}).get("phase") == "Running":
                 self._adopt(pod)
@@ -178,6 +187,22 @@ class SimulatedKubelet:
             progress |= self._sync_pod(pod)
         self._again = progress
         return progress
+
+    def _to_visit(self, due: set[tuple[str, str]], everything: bool) -> list[Obj]:
+        """The bound pods whose pass may do something, in (namespace, name) order.
+
+        A pod changed since the last pass, one whose run or termination time is up, and one
+        still Pending (it starts once its claims are ready or a device it wants is freed:
+        a change elsewhere). The others rest until they change: a Running pod with nothing
+        due, a finished one. Everything after a relist, or when a node's drivers changed.
+        """
+        keys = self.pods.take_changed()
+        if keys is None or everything:
+            pods: Iterable[Obj] = self.pods.values()
+        else:
+            found = (self.pods.get(name, namespace) for namespace, name in sorted(keys | due | self._waiting))
+            pods = (pod for pod in found if pod is not None)
+        return [pod for pod in pods if (pod.get("spec") or {}).get("nodeName")]
 
     # ---- driver hooks ----------------------------------------------------------------------------
     def _prepare(self, pod: Obj, claims: list[Obj]) -> PrepareFailure | None:
