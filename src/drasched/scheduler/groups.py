@@ -79,6 +79,21 @@ def build_group(key: str, members: Sequence[PodInfo], pod_group: Obj | None, ass
     return g
 
 
+def lone_pod_group(key: str, p: PodInfo, assumed: Container[str], queues: Container[str]) -> GroupInfo:
+    """What :func:`build_group` gives the implicit group of pod ``p`` alone (no group label),
+    made directly: a large cluster has one per bound pod without a group, built on every full build."""
+    queue = p.queue_label or DEFAULT_QUEUE
+    placed = 0
+    pending: list[PodInfo] = []
+    if p.phase != "Failed" and (p.node_name or p.key in assumed):
+        placed = 1
+    elif not p.node_name and p.key not in assumed and not p.deleting and not p.terminal and not p.gated:
+        pending.append(p)
+    blocked = None if queue in queues else f'queue "{queue}" does not exist'
+    return GroupInfo(key, p.namespace, p.name, None, True, 1, queue, p.priority, p.created, None, None, (), [p],
+                     pending, placed, blocked, [])
+
+
 def _new_group(key: str, first: PodInfo, pg: Obj | None, prio: Mapping[str, int]) -> GroupInfo:
     if first.group_label is None:
         return GroupInfo(key, first.namespace, first.name, None, True, 1, first.queue_label or DEFAULT_QUEUE,

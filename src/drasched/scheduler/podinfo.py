@@ -110,7 +110,13 @@ def unschedulable_reason(message: str) -> str:
 def queue_label(labels: Obj) -> str | None:
     """The queue a pod's labels name: ``drasched.io/queue``, else KAI-Scheduler's
     ``kai.scheduler/queue`` or ``runai/queue`` (read as aliases: the pod is not rewritten)."""
-    return labels.get(QUEUE_LABEL) or next((labels[k] for k in KAI_QUEUE_LABELS if labels.get(k)), None)
+    ours = labels.get(QUEUE_LABEL)
+    if ours:
+        return ours
+    for k in KAI_QUEUE_LABELS:  # a loop, not next(generator): this runs for every pod of a full build
+        if labels.get(k):
+            return labels[k]
+    return None
 
 
 def group_label(md: Obj) -> str | None:
@@ -179,7 +185,7 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKe
         bool(spec.get("schedulingGates")),  # gated
         queue_label(labels),  # queue_label
         group,  # group_label
-        claim_entries(spec),  # claim_entries
+        claim_entries(spec) if spec.get("resourceClaims") else (),  # claim_entries (most pods have none)
         fraction,  # gpu_fraction
         keys,  # pod_keys
     )

@@ -52,7 +52,7 @@ from drasched.scheduler.extended import (
 )
 from drasched.scheduler.framework.profile import Profile, default_profile
 from drasched.scheduler.gpus import GpuInventory, build_gpu_inventory
-from drasched.scheduler.groups import GroupInfo, build_group, group_key, member_order
+from drasched.scheduler.groups import GroupInfo, build_group, group_key, lone_pod_group, member_order
 from drasched.scheduler.podinfo import NodeInfo, PodInfo, parse_node, parse_pod
 from drasched.scheduler.queues import QueueTree, build_queue_tree
 from drasched.scheduler.resources import ResourceIndex
@@ -377,7 +377,7 @@ class SnapshotBuilder:
             state=state, assumed=assumed, stale=stale, ledger=UsageLedger(tree))
         self._world, self._world_of = w, id(cache)
         for key, p in pods.items():
-            self._put_pod(w, key, p)
+            self._add_pod(w, key, p, None, None)
         for j in w.on_node:
             recount_node(w, j)
         pgs = cache.objects(kinds.POD_GROUP)
@@ -411,10 +411,7 @@ class SnapshotBuilder:
         w.deleting.pop(key, None)
         if old_j is not None and (p is None or counted_node(p, w.assumed, w.node_pos) != old_j):
             self.freed += 1
-        if p is None or p.node_name:
-            w.unbound.discard(key)
-        else:
-            w.unbound.add(key)
+        w.unbound.discard(key)  # :meth:`_add_pod` adds it back while the pod has no node
         if p is None:
             w.pods.pop(key, None)
             w.pod_claims.pop(key, None)
@@ -422,29 +419,46 @@ class SnapshotBuilder:
             assert w.ledger is not None
             w.ledger.set_pod(key, None, {})
             return nodes, groups
+        self._add_pod(w, key, p, nodes, groups)
+        return nodes, groups
+
+    def _add_pod(self, w: World, key: str, p: PodInfo, nodes: set[int] | None, groups: set[str] | None) -> None:
+        """Record pod ``key``, not in the world (a full build calls this alone, with no sets):
+        its node column and group go into ``nodes`` and ``groups``."""
+        if not p.node_name:
+            w.unbound.add(key)
         w.pods[key] = p
         j = counted_node(p, w.assumed, w.node_pos)
         if j is not None:
             w.counted[key] = j
-            w.on_node.setdefault(j, set()).add(key)
-            nodes.add(j)
+            on = w.on_node.get(j)
+            if on is None:
+                on = w.on_node[j] = set()
+            on.add(key)
+            if nodes is not None:
+                nodes.add(j)
         if p.deleting and not p.terminal:
             w.deleting[key] = p
         if self.config.schedules(p.scheduler_name):
             gkey = group_key(p)
             w.group_of[key] = gkey
-            w.members.setdefault(gkey, set()).add(key)
-            groups.add(gkey)
-        return nodes, groups
+            members = w.members.get(gkey)
+            if members is None:
+                members = w.members[gkey] = set()
+            members.add(key)
+            if groups is not None:
+                groups.add(gkey)
 
     def _rebuild_group(self, w: World, gkey: str, pgs: Mapping[str, Obj], templates: Mapping[str, Obj],
                        usages: list[tuple[str, PodUsage]] | None = None) -> None:
         """Build group ``gkey`` again from its members: its pods' claims and queue usage with it
         (a full build passes ``usages``: the pods' usage goes there, for one ledger fill)."""
         assert w.ledger is not None
-        old = w.groups.pop(gkey, None)
-        w.pending.discard(gkey)
-        w.mismatched.discard(gkey)
+        old = None
+        if usages is None:  # in place: the group as it was goes (a full build starts with none)
+            old = w.groups.pop(gkey, None)
+            w.pending.discard(gkey)
+            w.mismatched.discard(gkey)
         keys = w.members.get(gkey)
         if not keys:
             w.members.pop(gkey, None)
@@ -457,8 +471,11 @@ class SnapshotBuilder:
         members = [w.pods[k] for k in keys]
         if len(members) > 1:
             members.sort(key=member_order)
-        g = build_group(gkey, members, pgs.get(gkey) if members[0].group_label else None, w.assumed, w.prio,
-                        w.tree.queues, self.profile.topology)
+        if len(members) == 1 and members[0].group_label is None:
+            g = lone_pod_group(gkey, members[0], w.assumed, w.tree.queues)
+        else:
+            g = build_group(gkey, members, pgs.get(gkey) if members[0].group_label else None, w.assumed, w.prio,
+                            w.tree.queues, self.profile.topology)
         w.groups[gkey] = g
         if g.pending:
             w.pending.add(gkey)
@@ -471,13 +488,14 @@ class SnapshotBuilder:
                 w.pod_claims[p.key] = resolve_pod_claims(p.namespace, p.obj, p.uid, p.claim_entries, g.obj,
                                                          g.claim_entries, w.claims, templates)
                 w.claim_users.put(p.key, named_claims(p.namespace, p.obj, p.claim_entries, g.obj))
-            else:
+            elif usages is None:  # (a full build has no claims of it to forget)
                 w.pod_claims.pop(p.key, None)
                 if p.key in w.claim_users.of:
                     w.claim_users.put(p.key, ())
             usage = None
             if queued:
-                keys_of = [c.key for c in w.pod_claims.get(p.key, ()) if c.key]
+                resolved = w.pod_claims.get(p.key)
+                keys_of = [c.key for c in resolved if c.key] if resolved else []
                 usage = pod_usage(p, g, w.assumed, keys_of, self._pod_demand)
             if usages is None:
                 w.ledger.set_pod(p.key, usage, claim_demand)

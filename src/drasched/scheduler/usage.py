@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from drasched.scheduler.queues import QueueTree
 
@@ -91,9 +92,9 @@ class QueueUsage:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class PodUsage:
-    """What one pod adds to its queue: its own demand for each kind, and its claims (once per queue)."""
+class PodUsage(NamedTuple):
+    """What one pod adds to its queue: its own demand for each kind, and its claims (once per queue).
+    A named tuple: a full build makes one per pod, and a frozen dataclass costs twice as much to make."""
 
     queue: str
     kinds: tuple[str, ...]
