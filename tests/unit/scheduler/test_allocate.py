@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from drasched.api import kinds
 from drasched.scheduler.cycle import run_cycle
 from tests.unit.scheduler.helpers import (
@@ -18,6 +21,10 @@ from tests.unit.scheduler.helpers import (
     queue,
     resource_slice,
 )
+
+allocate_module = importlib.import_module("drasched.scheduler.actions.allocate")
+"""The module (the package exports its ``allocate`` function under the same name)."""
+Obj = dict[str, Any]
 
 
 def test_a_gang_that_does_not_fit_whole_places_nothing() -> None:
@@ -160,3 +167,41 @@ def test_a_claim_reserved_for_the_maximum_takes_no_new_consumer() -> None:
     assert messages(w.cycle()) == {"late": "ResourceClaim default/busy is already reserved for 256 consumers, "
                                            "the maximum; to share it with more pods, list it in their PodGroup's "
                                            "spec.resourceClaims: it is then reserved for the group as one consumer"}
+
+
+def _gang(name: str, size: int, created: str, gpu: int = 1) -> list[Obj]:
+    return [podgroup(name, size, created=created), *[pod(f"{name}{i}", gpu=gpu, group=name) for i in range(size)]]
+
+
+def test_a_gang_like_one_that_failed_gets_its_message_with_its_own_pod_names(monkeypatch: Any) -> None:
+    # upstream kube-scheduler's equivalence classes: an equivalent gang, with nothing placed
+    # since, fails the same way; it is told so without being tried on every node again
+    tried: list[str] = []
+    real = allocate_module.place_task
+
+    def counting(session: Any, stmt: Any, g: Any, t: Any, mask: Any) -> str | None:
+        tried.append(t.name)
+        return real(session, stmt, g, t, mask)
+
+    monkeypatch.setattr(allocate_module, "place_task", counting)
+    w = World([node("a", gpu=2), *_gang("a", 2, "2026-01-01T00:00:01Z"), *_gang("b", 2, "2026-01-01T00:00:02Z"),
+               *_gang("c", 2, "2026-01-01T00:00:03Z")])
+    r = w.cycle()
+    assert sorted(placed_nodes(r)) == ["a0", "a1"]
+    why = "0/1 nodes are available: 1 insufficient nvidia.com/gpu."
+    for g in ("b", "c"):
+        expected = f"pod group default/{g}: 0 of the 2 pods needed to reach minMember 2 fit together; {g}0: {why}"
+        assert messages(r)[f"{g}0"] == messages(r)[f"{g}1"] == r.group_messages[f"default/{g}"] == expected
+    assert tried == ["a0", "a1", "b0"]
+
+
+def test_a_placement_in_between_makes_an_equivalent_gang_be_tried_again() -> None:
+    # b falls short with one GPU left; c takes it; d, shaped like b, meets a fuller node
+    w = World([node("a", gpu=3), *_gang("a", 2, "2026-01-01T00:00:01Z"), *_gang("b", 2, "2026-01-01T00:00:02Z"),
+               *_gang("c", 1, "2026-01-01T00:00:03Z"), *_gang("d", 2, "2026-01-01T00:00:04Z")])
+    r = w.cycle()
+    assert sorted(placed_nodes(r)) == ["a0", "a1", "c0"]
+    why = "0/1 nodes are available: 1 insufficient nvidia.com/gpu."
+    short = "pods needed to reach minMember 2 fit together"
+    assert messages(r)["b0"] == f"pod group default/b: 1 of the 2 {short}; b1: {why}"
+    assert messages(r)["d0"] == f"pod group default/d: 0 of the 2 {short}; d0: {why}"

@@ -3,11 +3,17 @@
 A gang is placed inside one Statement: its first ``minMember - placed`` pods all fit or the
 statement rolls back (docs/design.md, "Gangs"); pods beyond that are placed as far as they fit.
 With a topology constraint the gang is tried domain by domain (smallest and tightest first).
+
+A gang equivalent to one that already failed this cycle, with nothing placed since, is not
+tried again: it would fail the same way (upstream kube-scheduler's equivalence classes; KAI
+does the same within a session). Its pods get the failed gang's message, with their own names.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from drasched.scheduler.actions.nominated import place_nominated
 from drasched.scheduler.actions.ordering import QueuePicker
@@ -31,10 +37,84 @@ def allocate(session: Session, shares: dict[str, dict[str, Fraction]]) -> None:
     order = session.profile.queue_order
     picker = QueuePicker(snap.queues, session.usage, shares, {q: len(gs) for q, gs in by_queue.items()},
                          order.ratio if order is not None else None)
+    failed = FailedGangs() if FailedGangs.applies(session) else None
     while (q := picker.next()) is not None:
         g = by_queue[q].pop(0)
         picker.taken(q)
-        place_group(session, g)
+        if failed is not None and failed.fail_like(session, g):
+            continue
+        if place_group(session, g, failed) and failed is not None:
+            failed.clear()  # what was placed changes every later answer
+
+
+@dataclass(frozen=True, slots=True)
+class GangFailure:
+    """How a gang fell short: enough to tell an equivalent gang's pods the same thing."""
+
+    placed: int
+    """Pods that fitted before the attempt was rolled back."""
+    first: tuple[int, str] | None
+    """The first pod that did not fit (its index among the pending pods) and why."""
+
+
+class FailedGangs:
+    """Gangs that failed since the last placement, by shape: queue, minMember, pods still needed,
+    and each pending pod's ``eq_key``, in order.
+
+    Two gangs of one shape meet the same session state pod for pod, so the second fails as the
+    first did. A gang has a shape only when nothing else it is checked against is its own: no
+    topology constraint, no claims, no extended resource DRA serves (a special claim of its own),
+    no stale BindRequest and no parse error; and only while every filter and scorer reads the pod
+    through what its ``eq_key`` covers (the built-ins, or plugins that give a signature).
+    """
+
+    def __init__(self) -> None:
+        self._failures: dict[tuple[Any, ...], GangFailure] = {}
+
+    @staticmethod
+    def applies(session: Session) -> bool:
+        profile = session.profile
+        return all(p.name in _POD_BLIND or hasattr(p, "signature") for p in [*profile.filters, *profile.scorers])
+
+    def clear(self) -> None:
+        self._failures.clear()
+
+    def shape(self, session: Session, g: GroupInfo) -> tuple[Any, ...] | None:
+        if g.required_key is not None or g.preferred_key is not None:
+            return None
+        snap = session.snap
+        ext = snap.extended
+        keys = []
+        for t in g.pending:
+            if t.error or snap.pod_claims.get(t.key) or t.key in ext.stale:
+                return None
+            px = ext.pod(t)
+            if px is not None and px.mapped:  # DRA serves its extended resources: a claim of its own
+                return None
+            keys.append(t.eq_key)
+        return (g.queue, g.implicit, g.min_member, g.placed, tuple(keys))
+
+    def note(self, session: Session, g: GroupInfo, failure: GangFailure) -> None:
+        shape = self.shape(session, g)
+        if shape is not None:
+            self._failures[shape] = failure
+
+    def fail_like(self, session: Session, g: GroupInfo) -> bool:
+        """Give ``g``'s pods the message of an equivalent gang that failed; False: none did."""
+        if not self._failures:
+            return False
+        shape = self.shape(session, g)
+        hit = self._failures.get(shape) if shape is not None else None
+        if hit is None:
+            return False
+        first = (g.pending[hit.first[0]].name, hit.first[1]) if hit.first is not None else None
+        _fail_all(session, g, _failure_message(g, max(0, g.min_member - g.placed), hit.placed, first))
+        return True
+
+
+_POD_BLIND = frozenset({"nodeOrder"})
+"""Built-in filters and scorers without a signature that read a pod only through its requests
+and claims (both in its ``eq_key``)."""
 
 
 def _fail_all(session: Session, g: GroupInfo, message: str) -> None:
@@ -51,19 +131,28 @@ def _gang_message(g: GroupInfo, need: int, fitted: int, first_failure: str) -> s
             f"together; {first_failure}")
 
 
-def place_group(session: Session, g: GroupInfo) -> bool:
-    """Place a gang all-or-nothing (then its extra pods as far as they fit); return whether it was placed."""
+def _failure_message(g: GroupInfo, need: int, placed: int, first: tuple[str, str] | None) -> str:
+    """What every pending pod of a gang that fell short is told; ``first``: the first pod that
+    did not fit, and why."""
+    if g.implicit and first is not None:
+        return first[1]
+    return _gang_message(g, need, placed, f"{first[0]}: {first[1]}" if first else "not every pod was tried")
+
+
+def place_group(session: Session, g: GroupInfo, failed: FailedGangs | None = None) -> bool:
+    """Place a gang all-or-nothing (then its extra pods as far as they fit); return whether it
+    was placed (``failed`` notes how it failed, for equivalent gangs)."""
     stmt = session.statement()
-    placed = _place(session, stmt, g, max(0, g.min_member - g.placed))
+    placed = _place(session, stmt, g, max(0, g.min_member - g.placed), failed)
     if placed:
         stmt.commit()
     return placed
 
 
-def _place(session: Session, stmt: Statement, g: GroupInfo, need: int) -> bool:
+def _place(session: Session, stmt: Statement, g: GroupInfo, need: int, failed: FailedGangs | None = None) -> bool:
     key = g.required_key or g.preferred_key
     if key is None:
-        return _attempt(session, stmt, g, need, None, final=True) is None
+        return _attempt(session, stmt, g, need, None, final=True, failed=failed) is None
     doms = _candidate_domains(session, g, key, need)
     last: str | None = None
     for d in doms:
@@ -111,17 +200,17 @@ def _placed_nodes(session: Session, g: GroupInfo) -> set[str]:
 
 
 def _attempt(session: Session, stmt: Statement, g: GroupInfo, need: int, domain: Domain | None,
-             final: bool) -> str | None:
+             final: bool, failed: FailedGangs | None = None) -> str | None:
     """Try the gang's pending pods (within ``domain``); ``None`` when minMember is reached.
 
     With ``final`` the outcome is recorded: messages for pods that did not fit, and a roll
-    back of the whole attempt when the gang falls short.
+    back of the whole attempt when the gang falls short (noted in ``failed``).
     """
     mark = stmt.checkpoint()
     mask = domain.mask if domain is not None else None
     placed = 0
     failures: dict[str, str] = {}
-    first_failure: str | None = None
+    first: tuple[int, str] | None = None
     tasks = g.pending
     for i, t in enumerate(tasks):
         failure = place_task(session, stmt, g, t, mask)
@@ -129,7 +218,8 @@ def _attempt(session: Session, stmt: Statement, g: GroupInfo, need: int, domain:
             placed += 1
             continue
         failures[t.key] = failure
-        first_failure = first_failure or f"{t.name}: {failure}"
+        if first is None:
+            first = (i, failure)
         if placed + (len(tasks) - i - 1) < need:
             break
     if placed >= need:
@@ -139,9 +229,11 @@ def _attempt(session: Session, stmt: Statement, g: GroupInfo, need: int, domain:
             session.group_messages.pop(g.key, None)
         return None
     stmt.rollback(mark)
+    first_failure = f"{tasks[first[0]].name}: {first[1]}" if first is not None else None
     message = _gang_message(g, need, placed, first_failure or "not every pod was tried")
     if final:
-        if g.implicit and failures:
-            message = next(iter(failures.values()))
+        message = _failure_message(g, need, placed, (tasks[first[0]].name, first[1]) if first else None)
         _fail_all(session, g, message)
+        if failed is not None:
+            failed.note(session, g, GangFailure(placed, first))
     return message
