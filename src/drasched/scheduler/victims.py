@@ -303,7 +303,10 @@ class VictimIndex:
         head = self._heads.get(g.key)
         if head is not None:
             return head.movable
-        return all(_controller(p.obj) for p in g.pods if p.node_name and not p.terminal and not p.deleting)
+        for p in g.pods:  # noqa: SIM110 - a loop, not all(generator): asked of every gang of a kind
+            if p.node_name and not p.terminal and not p.deleting and not _controller(p.obj):
+                return False
+        return True
 
     @property
     def gangs(self) -> list[VictimGang]:

@@ -55,21 +55,24 @@ class GangFailure:
     """Pods that fitted before the attempt was rolled back."""
     first: tuple[int, str] | None
     """The first pod that did not fit (its index among the pending pods) and why."""
+    tried: int
+    """How many of the pending pods were tried (the attempt stops once minMember is out of reach)."""
 
 
 class FailedGangs:
-    """Gangs that failed since the last placement, by shape: queue, minMember, pods still needed,
-    and each pending pod's ``eq_key``, in order.
+    """Gangs that failed since the last placement, by shape: queue, minMember, pods placed and
+    pending, and the ``eq_key`` of each pending pod the attempt tried, in order.
 
     Two gangs of one shape meet the same session state pod for pod, so the second fails as the
-    first did. A gang has a shape only when nothing else it is checked against is its own: no
-    topology constraint, no claims, no extended resource DRA serves (a special claim of its own),
-    no stale BindRequest and no parse error; and only while every filter and scorer reads the pod
-    through what its ``eq_key`` covers (the built-ins, or plugins that give a signature).
+    first did (the pods after the tried ones were never looked at). A pod counts in a shape only
+    when nothing else it is checked against is its own: no claims, no extended resource DRA
+    serves (a special claim of its own), no stale BindRequest and no parse error; a gang has a
+    shape only without a topology constraint, and only while every filter and scorer reads the
+    pod through what its ``eq_key`` covers (the built-ins, or plugins that give a signature).
     """
 
     def __init__(self) -> None:
-        self._failures: dict[tuple[Any, ...], GangFailure] = {}
+        self._failures: dict[tuple[Any, ...], list[tuple[tuple[str, ...], GangFailure]]] = {}
 
     @staticmethod
     def applies(session: Session) -> bool:
@@ -79,37 +82,44 @@ class FailedGangs:
     def clear(self) -> None:
         self._failures.clear()
 
-    def shape(self, session: Session, g: GroupInfo) -> tuple[Any, ...] | None:
+    @staticmethod
+    def _head(g: GroupInfo) -> tuple[Any, ...] | None:
         if g.required_key is not None or g.preferred_key is not None:
             return None
+        return (g.queue, g.implicit, g.min_member, g.placed, len(g.pending))
+
+    @staticmethod
+    def _keys(session: Session, g: GroupInfo, n: int) -> tuple[str, ...] | None:
+        """The ``eq_key`` of the first ``n`` pending pods; ``None`` if one of them has no shape."""
         snap = session.snap
         ext = snap.extended
         keys = []
-        for t in g.pending:
+        for t in g.pending[:n]:
             if t.error or snap.pod_claims.get(t.key) or t.key in ext.stale:
                 return None
             px = ext.pod(t)
             if px is not None and px.mapped:  # DRA serves its extended resources: a claim of its own
                 return None
             keys.append(t.eq_key)
-        return (g.queue, g.implicit, g.min_member, g.placed, tuple(keys))
+        return tuple(keys)
 
     def note(self, session: Session, g: GroupInfo, failure: GangFailure) -> None:
-        shape = self.shape(session, g)
-        if shape is not None:
-            self._failures[shape] = failure
+        head = self._head(g)
+        keys = self._keys(session, g, failure.tried) if head is not None else None
+        if head is not None and keys is not None:
+            self._failures.setdefault(head, []).append((keys, failure))
 
     def fail_like(self, session: Session, g: GroupInfo) -> bool:
         """Give ``g``'s pods the message of an equivalent gang that failed; False: none did."""
-        if not self._failures:
-            return False
-        shape = self.shape(session, g)
-        hit = self._failures.get(shape) if shape is not None else None
-        if hit is None:
-            return False
-        first = (g.pending[hit.first[0]].name, hit.first[1]) if hit.first is not None else None
-        _fail_all(session, g, _failure_message(g, max(0, g.min_member - g.placed), hit.placed, first))
-        return True
+        head = self._head(g) if self._failures else None
+        seen = self._failures.get(head, ()) if head is not None else ()
+        for keys, hit in seen:
+            if self._keys(session, g, len(keys)) != keys:
+                continue
+            first = (g.pending[hit.first[0]].name, hit.first[1]) if hit.first is not None else None
+            _fail_all(session, g, _failure_message(g, max(0, g.min_member - g.placed), hit.placed, first))
+            return True
+        return False
 
 
 _POD_BLIND = frozenset({"nodeOrder"})
@@ -212,7 +222,9 @@ def _attempt(session: Session, stmt: Statement, g: GroupInfo, need: int, domain:
     failures: dict[str, str] = {}
     first: tuple[int, str] | None = None
     tasks = g.pending
+    tried = 0
     for i, t in enumerate(tasks):
+        tried = i + 1
         failure = place_task(session, stmt, g, t, mask)
         if failure is None:
             placed += 1
@@ -235,5 +247,5 @@ def _attempt(session: Session, stmt: Statement, g: GroupInfo, need: int, domain:
         message = _failure_message(g, need, placed, (tasks[first[0]].name, first[1]) if first else None)
         _fail_all(session, g, message)
         if failed is not None:
-            failed.note(session, g, GangFailure(placed, first))
+            failed.note(session, g, GangFailure(placed, first, tried))
     return message
