@@ -129,10 +129,19 @@ class _HttpxClient:
 
 
 class _StoreClient:
-    """drasched's KubeStore as it is (whatever transport and codec it uses)."""
+    """drasched's KubeStore as it is (whatever transport and codec it uses), or over urllib3 alone."""
 
-    def __init__(self, cluster: LocalCluster) -> None:
-        self.store = cluster.store()
+    def __init__(self, cluster: LocalCluster, urllib3_only: bool = False) -> None:
+        if urllib3_only:
+            import ssl
+
+            from drasched.store.kube import KubeStore
+            from drasched.store.transport import Urllib3Transport
+
+            transport = Urllib3Transport(cluster.url, ssl.create_default_context(cafile=cluster.ca_file))
+            self.store = KubeStore(cluster.url, token=cluster.token, ca_file=cluster.ca_file, transport=transport)
+        else:
+            self.store = cluster.store()
 
     def call(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
         return self.store.request(method, path, body) if content_type == "application/json" else \
@@ -174,6 +183,7 @@ def request_cost(n: int = 2000) -> None:
         ensure_namespace(cluster.store(), NS)
         clients: list[tuple[str, Callable[[], Any]]] = [
             ("KubeStore (as it is)", lambda: _StoreClient(cluster)),
+            ("KubeStore over urllib3", lambda: _StoreClient(cluster, urllib3_only=True)),
             ("httpx + json", lambda: _HttpxClient(cluster, "json")),
             ("httpx + msgspec", lambda: _HttpxClient(cluster, "msgspec")),
             ("urllib3 + json", lambda: _Urllib3Client(cluster, "json")),
