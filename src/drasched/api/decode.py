@@ -22,6 +22,7 @@ drasched's CRDs answer 422 Invalid in the CRD schema validator's words
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -116,6 +117,7 @@ def _key(key: Any) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_time(text: str) -> bool:
     """Whether ``text`` parses as the ``metav1.Time`` drasched reads back (``parse_time``)."""
     try:
@@ -125,6 +127,7 @@ def _is_time(text: str) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=4096)
 def _quantity_problem(text: str) -> str | None:
     """Why ``text`` is not a quantity (``resource.ParseQuantity`` runs while decoding), or None."""
     try:
@@ -150,6 +153,30 @@ def _path(trail: Trail) -> str:
 
 
 _STRING_LEAF = ("string", "any")
+_NUMBER_LEAF = ("any", "number", "quantity")
+"""Shapes an int settles without a check of its own (a quantity's number is not parsed)."""
+_BOOLEAN_LEAF = ("boolean", "any")
+_CONTAINER = ("object", "map", "any")
+"""Shapes a dict fits as it is (``oneOf`` goes the long way, choosing its option)."""
+
+
+def _settled(child: Any, shape: Shape) -> bool:
+    """Whether a leaf is well typed for ``shape`` and needs no normalising: the common case,
+    settled without a stack entry. False means "not settled here" (it may still be fine):
+    the long path decides, and words any error."""
+    t = type(child)
+    st = shape.type
+    if t is str:
+        return st in _STRING_LEAF or (st == "time" and (not child or _is_time(child))) or (
+            st == "quantity" and _quantity_problem(child) is None)
+    if t is int:
+        if st == "integer":
+            half = 1 << (shape.bits - 1)
+            return -half <= child < half
+        return st in _NUMBER_LEAF
+    if t is bool:
+        return st in _BOOLEAN_LEAF
+    return False
 
 
 def type_errors(obj: Obj, shape: Shape) -> list[tuple[str, str, Any]]:
@@ -162,31 +189,36 @@ def type_errors(obj: Obj, shape: Shape) -> list[tuple[str, str, Any]]:
         if depth > MAX_DEPTH:
             errors.append((_path(trail), f"at most {MAX_DEPTH} levels of nesting", value))
             continue
-        if isinstance(value, float) and not math.isfinite(value):
-            errors.append((_path(trail), "a finite number", value))
-            continue
-        if not _fits(value, sh):
-            errors.append((_path(trail), _expected(sh), value))
-            continue
-        if sh.type == "integer":
-            if not -(1 << (sh.bits - 1)) <= value < 1 << (sh.bits - 1):
-                errors.append((_path(trail), f"an integer that fits in {sh.bits} bits", value))
-            elif isinstance(value, float) and container is not None:
-                container[slot] = int(value)  # a whole-number float: JSON's 1.0 is 1
-            continue
-        if sh.type == "time":
-            if value and not _is_time(value):
-                errors.append((_path(trail), "a time in RFC 3339 (2006-01-02T15:04:05Z)", value))
-            continue
-        if sh.type == "quantity":
-            if isinstance(value, str):
-                problem = _quantity_problem(value)
-                if problem:
-                    errors.append((_path(trail), f"a quantity ({problem})", value))
-            continue
-        if sh.type == "oneOf":
-            sh = next(s for s in sh.options if _fits(value, s))
+        if type(value) is not dict or sh.type not in _CONTAINER:  # the long way: anything but an object
+            if isinstance(value, float) and not math.isfinite(value):
+                errors.append((_path(trail), "a finite number", value))
+                continue
+            if not _fits(value, sh):
+                errors.append((_path(trail), _expected(sh), value))
+                continue
+            if sh.type == "integer":
+                if not -(1 << (sh.bits - 1)) <= value < 1 << (sh.bits - 1):
+                    errors.append((_path(trail), f"an integer that fits in {sh.bits} bits", value))
+                elif isinstance(value, float) and container is not None:
+                    container[slot] = int(value)  # a whole-number float: JSON's 1.0 is 1
+                continue
+            if sh.type == "time":
+                if value and not _is_time(value):
+                    errors.append((_path(trail), "a time in RFC 3339 (2006-01-02T15:04:05Z)", value))
+                continue
+            if sh.type == "quantity":
+                if isinstance(value, str):
+                    problem = _quantity_problem(value)
+                    if problem:
+                        errors.append((_path(trail), f"a quantity ({problem})", value))
+                continue
+            if sh.type == "oneOf":
+                sh = next(s for s in sh.options if _fits(value, s))
+        # a leaf one level deeper than allowed is still refused on the long way
+        shallow = depth < MAX_DEPTH
         if isinstance(value, dict):
+            fields = sh.fields if sh.type == "object" else None
+            item = sh.item if sh.type == "map" else None
             for key in list(value):
                 if type(key) is not str:
                     skey = _key(key)
@@ -196,7 +228,7 @@ def type_errors(obj: Obj, shape: Shape) -> list[tuple[str, str, Any]]:
                     value[skey] = value.pop(key)
                     key = skey
                 child = value[key]
-                known = sh.fields.get(key) if sh.type == "object" else sh.item if sh.type == "map" else None
+                known = fields.get(key) if fields is not None else item
                 child_shape = known or _ANY  # an unknown field (or inside ``any``): only JSON-ness is checked
                 if type(child) is str and child_shape.type in _STRING_LEAF:
                     continue  # the common leaf, settled without a stack entry
@@ -207,6 +239,8 @@ def type_errors(obj: Obj, shape: Shape) -> list[tuple[str, str, Any]]:
                         else:
                             value[key] = _zero(child_shape)
                     continue
+                if shallow and _settled(child, child_shape):
+                    continue
                 stack.append((child, child_shape, (trail, key), depth + 1, value, key))
         elif isinstance(value, list):
             item_shape = sh.item if sh.type == "array" and sh.item is not None else _ANY
@@ -216,6 +250,8 @@ def type_errors(obj: Obj, shape: Shape) -> list[tuple[str, str, Any]]:
                 if child is None:
                     if not item_shape.nullable:
                         value[i] = _zero(item_shape)
+                    continue
+                if shallow and _settled(child, item_shape):
                     continue
                 stack.append((child, item_shape, (trail, i), depth + 1, value, i))
         elif sh.type == "any" and not isinstance(value, str | int | float | bool):

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from drasched.api.errors import BadRequest
 
 
 @dataclass(frozen=True)
 class ResourceType:
-    """One REST resource, as the API server serves it."""
+    """One REST resource, as the API server serves it.
+
+    Every store lookup hashes one (its key holds the type), so the hash is computed once,
+    at construction, from the same fields equality compares: equal types hash equal, as a
+    dataclass's own hash guarantees. A pickled type is rebuilt by its constructor
+    (``__reduce__``), so the hash is never carried into a process that hashes strings
+    differently.
+    """
 
     group: str
     version: str
@@ -17,6 +25,27 @@ class ResourceType:
     plural: str
     namespaced: bool
     has_status: bool = True
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash(self._fields()))
+
+    def _fields(self) -> tuple[str, str, str, str, bool, bool]:
+        return (self.group, self.version, self.kind, self.plural, self.namespaced, self.has_status)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, ResourceType)
+        return self._hash == other._hash and self._fields() == other._fields()
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str, str, str, bool, bool]]:
+        return (ResourceType, self._fields())
 
     @property
     def api_version(self) -> str:
@@ -132,7 +161,11 @@ def for_object(obj: dict) -> ResourceType:
 
 
 
+_ORDER: dict[ResourceType, int] = {rt: i for i, rt in enumerate(ALL)}
+
+
 def order_index(rt: ResourceType) -> int:
     """Position of a kind in dependency order, for deterministic output (an older version's
     position is its kind's)."""
-    return ALL.index(rt) if rt in ALL else ALL.index(_BY_KIND_ONLY[rt.kind])
+    index = _ORDER.get(rt)
+    return index if index is not None else _ORDER[_BY_KIND_ONLY[rt.kind]]

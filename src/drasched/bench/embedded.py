@@ -10,18 +10,14 @@ from typing import Any
 
 from drasched.api import kinds
 from drasched.bench.workloads import Workload
-from drasched.sim.runner import Simulation
+from drasched.sim.runner import RUN_GC_THRESHOLDS, Simulation
 
 Obj = dict[str, Any]
 
 
-MEASURED_GC_THRESHOLDS = (50_000, 20, 10)
-"""The collector's thresholds while the measured pods run (the default's first is 700).
-
-Every write decodes and copies objects, allocating thousands of dicts and lists a pod, all
-freed by reference counting (JSON trees hold no cycles); at the default thresholds the
-collector walked the young objects every 700 allocations and the whole unfrozen heap every
-few thousand, about a fifth of the measured run's CPU at 500 nodes (BENCHMARKS.md)."""
+MEASURED_GC_THRESHOLDS = RUN_GC_THRESHOLDS
+"""The collector's thresholds while the measured pods run: those of ``drasched simulate``
+(:data:`drasched.sim.runner.RUN_GC_THRESHOLDS`, which says why)."""
 
 
 @dataclass
