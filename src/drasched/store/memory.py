@@ -73,6 +73,7 @@ class MemoryStore:
         """With the history's check on: each stored object's JSON, to catch a watcher changing it."""
         self._clock = clock or _epoch_clock
         self._rand = random.Random(seed)
+        self._now_cache: tuple[datetime | None, str] = (None, "")
         self.auto_namespaces = auto_namespaces
 
     # ---- helpers -------------------------------------------------------------------------
@@ -132,6 +133,14 @@ class MemoryStore:
                 if not deps:
                     del self._dependents[r["uid"]]
 
+    def _now_text(self) -> str:
+        """The clock's time as metav1.Time text; formatted once per second the clock shows
+        (every write stamps it, and an embedded run's virtual clock stands still for many)."""
+        now = self._clock().replace(microsecond=0)
+        if now != self._now_cache[0]:
+            self._now_cache = (now, format_time(now))
+        return self._now_cache[1]
+
     def _key(self, rt: ResourceType, name: str, namespace: str | None) -> _Key:
         return (rt, (namespace or "") if rt.namespaced else "", name)
 
@@ -178,7 +187,7 @@ class MemoryStore:
             md["name"] = name
         apply_crd_defaults(rt.kind, obj)
         apply_builtin_defaults(rt.kind, obj)
-        default_taint_times(rt.kind, obj, format_time(self._clock()))
+        default_taint_times(rt.kind, obj, self._now_text())
         if rt is kinds.POD and isinstance(obj.get("spec"), dict):
             self._admit_priority(obj, admission_name)  # a mutating admission plugin: before validation
         validation.validate(obj, rt)
@@ -190,7 +199,7 @@ class MemoryStore:
         md.setdefault("uid", self._uid())
         if rt is kinds.JOB:  # the Job's selector and template labels come from its uid
             prepare_job_for_create(obj)
-        md.setdefault("creationTimestamp", format_time(self._clock()))
+        md.setdefault("creationTimestamp", self._now_text())
         md.pop("deletionTimestamp", None)
         md.pop("selfLink", None)
         if rt.group or rt is kinds.POD:
@@ -351,7 +360,7 @@ class MemoryStore:
                     nmd.pop(field, None)
             apply_crd_defaults(rt.kind, new)
             apply_builtin_defaults(rt.kind, new)
-            default_taint_times(rt.kind, new, format_time(self._clock()), current)
+            default_taint_times(rt.kind, new, self._now_text(), current)
             validation.validate(new, rt)
             validation.validate_update(current, new, rt)
             if rt is kinds.PRIORITY_CLASS:
