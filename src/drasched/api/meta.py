@@ -56,16 +56,18 @@ def controller_uid(obj: Obj) -> str | None:
     return None
 
 
-def owner_reference(owner: Obj, *, controller: bool = True, block_owner_deletion: bool = True) -> Obj:
-    """An ownerReference pointing at ``owner``."""
-    return {
+def owner_reference(owner: Obj, *, controller: bool = True, block_owner_deletion: bool | None = True) -> Obj:
+    """An ownerReference pointing at ``owner`` (``block_owner_deletion`` None: the field left out)."""
+    ref = {
         "apiVersion": owner["apiVersion"],
         "kind": owner["kind"],
         "name": name_of(owner),
         "uid": uid_of(owner),
         "controller": controller,
-        "blockOwnerDeletion": block_owner_deletion,
     }
+    if block_owner_deletion is not None:
+        ref["blockOwnerDeletion"] = block_owner_deletion
+    return ref
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

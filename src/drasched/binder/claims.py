@@ -324,7 +324,8 @@ def new_extended_claim(pod: Obj, requests: list[Obj]) -> Obj:
             "generateName": f"{md['name']}-extended-resources-",
             "namespace": md["namespace"],
             "annotations": {EXTENDED_CLAIM_ANNOTATION: "true"},
-            "ownerReferences": [owner_reference({**pod, "apiVersion": "v1", "kind": "Pod"})],
+            # as 1.37's scheduler writes it (extendeddynamicresources.go): controller alone
+            "ownerReferences": [owner_reference({**pod, "apiVersion": "v1", "kind": "Pod"}, block_owner_deletion=None)],
             "finalizers": [FINALIZER],
         },
         "spec": {"devices": {"requests": copy.deepcopy(requests)}},

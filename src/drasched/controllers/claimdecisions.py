@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from drasched.api import kinds
-from drasched.api.meta import owner_reference
 from drasched.controllers.claimutil import (
     DELETE_PROTECTION_FINALIZER,
     GROUP_CLAIM_FINALIZER,
@@ -185,19 +184,17 @@ def claim_from_template(owner: Obj, entry: Obj, template: Obj) -> Obj:
     """The claim to create for a template entry, as upstream ``handleClaim`` builds it.
 
     ``generateName`` ``<owner>-<entry>-`` with both parts cut in proportion past 57
-    characters; owned by ``owner`` (controller, blockOwnerDeletion); annotated with the
-    entry name (:func:`claim_annotation`); the template's ``spec.metadata`` labels and
-    annotations; its ``spec.spec``. An upstream PodGroup's claim is exactly what 1.37's
-    ``handlePodGroupClaim`` creates: its owner reference sets ``controller`` alone.
+    characters; owned by ``owner`` (``controller`` alone, as 1.37's ``handleClaim`` and
+    ``handlePodGroupClaim`` write it); annotated with the entry name (:func:`claim_annotation`);
+    the template's ``spec.metadata`` labels and annotations; its ``spec.spec``.
     """
     tmeta = ((template.get("spec") or {}).get("metadata")) or {}
     annotations = dict(tmeta.get("annotations") or {})
     annotations[claim_annotation(owner)] = entry["name"]
-    if is_upstream_group(owner):
-        owner_ref: Obj = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": _md(owner).get("name"),
-                          "uid": _md(owner).get("uid"), "controller": True}
-    else:
-        owner_ref = owner_reference(owner, controller=True, block_owner_deletion=True)
+    # kube-controller-manager 1.37 (pkg/controller/resourceclaim, handleClaim and
+    # handlePodGroupClaim): the owner reference sets ``controller`` alone, no blockOwnerDeletion.
+    owner_ref: Obj = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": _md(owner).get("name"),
+                      "uid": _md(owner).get("uid"), "controller": True}
     metadata: Obj = {
         "generateName": generate_name(_md(owner).get("name", ""), entry["name"]),
         "namespace": _md(owner).get("namespace") or "",

@@ -9,7 +9,7 @@ write is decided by the pure functions of :mod:`~drasched.controllers.claimdecis
 this module reads the caches, calls them, and writes.
 
 * **Claims from templates** (``pod:``). For every pod entry with
-  ``resourceClaimTemplateName`` a claim owned by the pod (controller, blockOwnerDeletion)
+  ``resourceClaimTemplateName`` a claim owned by the pod (``controller``, as upstream)
   and annotated ``resource.kubernetes.io/pod-claim-name`` is adopted if it exists (we may
   have crashed after creating it) or created; its name goes to
   ``pod.status.resourceClaimStatuses``. A pod bound without our scheduler gets its

@@ -36,9 +36,9 @@ def test_creates_claim_reserves_it_patches_pod_status_and_binds() -> None:
     prefix = "trainer-0-extended-resources-"
     assert md["generateName"] == prefix and md["name"].startswith(prefix) and len(md["name"]) == len(prefix) + 5
     assert md["annotations"] == {EXTENDED_CLAIM_ANNOTATION: "true"}
+    # 1.37's scheduler (extendeddynamicresources.go): the pod as controller, nothing else
     assert md["ownerReferences"] == [{"apiVersion": "v1", "kind": "Pod", "name": "trainer-0",
-                                      "uid": pod["metadata"]["uid"], "controller": True,
-                                      "blockOwnerDeletion": True}]
+                                      "uid": pod["metadata"]["uid"], "controller": True}]
     assert md["finalizers"] == [FINALIZER]
     assert claim["spec"]["devices"]["requests"] == spec["deviceRequests"]
     written = claim["status"]["allocation"]

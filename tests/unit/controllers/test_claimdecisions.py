@@ -142,8 +142,9 @@ def test_claim_from_template_follows_upstream_handle_claim() -> None:
     assert md["generateName"] == "a" * 45 + "-gpu-claim"  # 57-character proportional cut
     assert md["labels"] == {"team": "ml"}
     assert md["annotations"] == {"note": "x", POD_CLAIM_ANNOTATION: "gpu-claim0"}
+    # 1.37's handleClaim: controller alone, no blockOwnerDeletion
     assert md["ownerReferences"] == [{"apiVersion": "v1", "kind": "Pod", "name": "a" * 46, "uid": "u1",
-                                      "controller": True, "blockOwnerDeletion": True}]
+                                      "controller": True}]
     assert c["spec"] == t["spec"]["spec"] and c["spec"] is not t["spec"]["spec"]
     g = _with_uid(podgroup("g"), "g1")
     assert PODGROUP_CLAIM_ANNOTATION in claim_from_template(g, {"name": "e"}, t)["metadata"]["annotations"]

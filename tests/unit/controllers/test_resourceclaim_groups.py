@@ -52,8 +52,7 @@ def test_group_template_claim_is_created_once_and_owned_by_the_group() -> None:
     assert md["generateName"] == "g-shared-"
     assert md["annotations"] == {PODGROUP_CLAIM_ANNOTATION: "shared"}
     assert md["ownerReferences"] == [{"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "PodGroup",
-                                      "name": "g", "uid": g["metadata"]["uid"], "controller": True,
-                                      "blockOwnerDeletion": True}]
+                                      "name": "g", "uid": g["metadata"]["uid"], "controller": True}]
     assert _group(ctx)["status"]["resourceClaimStatuses"] == [{"name": "shared", "resourceClaimName": md["name"]}]
     for i in range(3):  # KEP-5729: each pod records its group's claim
         assert get_pod(ctx, f"w{i}")["status"]["resourceClaimStatuses"] == [

@@ -36,10 +36,10 @@ def test_three_container_pod_gets_one_claim_per_template_entry() -> None:
         md = c["metadata"]
         assert md["generateName"] == f"trainer-{entry}-"
         assert md["name"].startswith(f"trainer-{entry}-") and len(md["name"]) == len(md["generateName"]) + 5
-        # Upstream: the pod is the controlling owner and blocks its deletion.
+        # Upstream 1.37 (pkg/controller/resourceclaim handleClaim): the pod is the controlling
+        # owner, and the reference sets nothing else (no blockOwnerDeletion).
         assert md["ownerReferences"] == [{"apiVersion": "v1", "kind": "Pod", "name": "trainer",
-                                          "uid": p["metadata"]["uid"], "controller": True,
-                                          "blockOwnerDeletion": True}]
+                                          "uid": p["metadata"]["uid"], "controller": True}]
         # the template's spec, with the server's defaults (allocationMode ExactCount, count 1)
         assert c["spec"] == {"devices": {"requests": [{"name": "gpu", "exactly": {
             "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}}]}}
