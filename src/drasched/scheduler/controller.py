@@ -35,12 +35,17 @@ _R = TypeVar("_R")
 
 
 REFUSED_BACKOFF = timedelta(minutes=1)
+"""How long a pod whose eviction the API refused is not chosen as a victim again."""
 WRITE_RETRY_SECONDS = 1.0
 """After a cycle whose writes failed, the next cycle runs this soon even if nothing changes."""
 MAX_PARKED_SECONDS = 300
 """A gang that failed is tried again after this long even if nothing freed anything (upstream:
 ``podMaxInUnschedulablePodsDuration``, 5 minutes)."""
-"""How long a pod whose eviction the API refused is not chosen as a victim again."""
+GANG_BACKOFF_INITIAL = 1.0
+GANG_BACKOFF_MAX = 10.0
+"""With ``gang_backoff`` (serve), a gang that failed n times in a row is not tried again for
+``GANG_BACKOFF_INITIAL * 2**(n-1)`` seconds, at most ``GANG_BACKOFF_MAX``, whatever happens
+meanwhile (upstream's backoff queue: ``podInitialBackoffSeconds`` 1, ``podMaxBackoffSeconds`` 10)."""
 _KEEP = object()
 
 CONFIG_MAP_KEY = "kube-system/drasched-scheduler"
@@ -86,13 +91,18 @@ class SchedulerController:
                  claims_queued: Callable[[str], bool] | None = None, config_map_modules: bool = True,
                  allocation_wall_time: float | None = None,
                  taint_rules: ResourceType | None = kinds.DEVICE_TAINT_RULE,
-                 foreign: tuple[ResourceType, ...] = (), queue_status_period: float | None = None) -> None:
+                 foreign: tuple[ResourceType, ...] = (), queue_status_period: float | None = None,
+                 gang_backoff: bool = False) -> None:
+        self.gang_backoff = gang_backoff
+        """``drasched serve``: a failed gang backs off (see ``GANG_BACKOFF_INITIAL``); embedded: no,
+        it is tried as soon as something may help (virtual time, every decision reproducible)."""
         self.queue_status_period = queue_status_period
         """``drasched serve``: seconds between two writes of a queue's usage (see
         :meth:`_usage_write_later`); embedded: None, every change is written at once."""
         self._queue_written: dict[str, datetime] = {}
-        self._queue_due: datetime | None = None
-        """When a queue's usage held back by ``queue_status_period`` is to be written: a cycle runs then."""
+        self._cycle_due: datetime | None = None
+        """When a cycle runs even if nothing changed: a queue's usage held back by
+        ``queue_status_period`` is to be written, or a parked gang's backoff ends."""
         self.config_map_modules = config_map_modules
         self.allocation_wall_time = allocation_wall_time
         """``drasched serve``: seconds one device allocation search may run on top of its step
@@ -136,8 +146,11 @@ class SchedulerController:
         """Pod uid -> until when it is not chosen as a victim again (the eviction API refused it)."""
         self.bind_backoff = BindBackoff()
         """Pods whose bind failed wait (1 s doubling to 10 s, as upstream) before they are placed again."""
-        self._parked: dict[str, tuple[tuple[Any, ...], int, datetime]] = {}
-        """Gang key -> (the gang as it failed, the builder's ``freed`` then, when to try it anyway)."""
+        self._parked: dict[str, tuple[tuple[Any, ...], int, datetime, datetime]] = {}
+        """Gang key -> (the gang as it failed, the builder's ``freed`` then, when to try it anyway,
+        until when it backs off)."""
+        self._failures: dict[str, int] = {}
+        """Gang key -> cycles in a row that tried it and placed nothing (its backoff grows with them)."""
         self._parked_wake: datetime | None = None
         self._write_failures = 0
         """Writes of the current cycle the API server refused (counted across the write workers)."""
@@ -147,24 +160,26 @@ class SchedulerController:
         now = ctx.now()
         due = self._wake is not None and now >= self._wake
         refresh = self._refresh_at is not None and now >= self._refresh_at
-        usage_due = self._queue_due is not None and now >= self._queue_due
-        if not self.cache.sync(ctx.store, ctx.informers) and not due and not refresh and not usage_due:
+        cycle_due = self._cycle_due is not None and now >= self._cycle_due
+        if not self.cache.sync(ctx.store, ctx.informers) and not due and not refresh and not cycle_due:
             return False
         report_problems(ctx, self.name, self.cache.take_problems())
         self._load_config(ctx)
         snap = self.builder.build(self.cache, self.bind_backoff, now)
-        if self.idle_cycle_period is not None and not due and not usage_due and self._last_cycle is not None \
+        if self.idle_cycle_period is not None and not due and not cycle_due and self._last_cycle is not None \
                 and not self.builder.has_pending():
             next_cycle = self._last_cycle + timedelta(seconds=self.idle_cycle_period)
             if now < next_cycle:  # nothing to place: only queue statuses would change
                 self._refresh_at = next_cycle
                 ctx.wake_at(next_cycle)
                 return False
-        self._refresh_at, self._last_cycle, self._queue_due = None, now, None
+        self._refresh_at, self._last_cycle, self._cycle_due = None, now, None
         if due:
             self._parked.clear()  # a minRuntime or a backoff ended: victims or room may be there now
             self._parked_wake = None
         snap = self._without_parked(snap, now)
+        if self._cycle_due is not None:
+            ctx.wake_at(self._cycle_due)
         self._refused = {uid: until for uid, until in self._refused.items() if until > now}
         result = run_cycle(snap, self.config, format_time(now), avoid=frozenset(self._refused))
         self.last = result
@@ -205,18 +220,34 @@ class SchedulerController:
         keep = [g for g in snap.pending_groups if not self._still_parked(g, snap.freed, now)]
         self._parked = {g.key: self._parked[g.key] for g in snap.pending_groups if g.key in self._parked
                         and self._still_parked(g, snap.freed, now)}
+        self._failures = {g.key: self._failures[g.key] for g in snap.pending_groups if g.key in self._failures}
+        ends = [hit[3] for hit in self._parked.values() if hit[3] > now]
+        if ends:  # something may have changed for it meanwhile: look again when its backoff ends
+            self._cycle_due = min(ends) if self._cycle_due is None else min(self._cycle_due, min(ends))
         if len(keep) == len(snap.pending_groups):
             return snap
         return dataclasses.replace(snap, pending_groups=tuple(keep))
 
     def _still_parked(self, g: GroupInfo, freed: int, now: datetime) -> bool:
         hit = self._parked.get(g.key)
-        return hit is not None and hit[1] == freed and now < hit[2] and hit[0] == gang_signature(g)
+        if hit is None or now >= hit[2]:
+            return False
+        if now < hit[3]:
+            return True  # backing off: whatever changed waits for the backoff to end
+        return hit[1] == freed and hit[0] == gang_signature(g)
 
     def _park(self, snap: Snapshot, result: CycleResult, now: datetime) -> None:
         until = now + timedelta(seconds=MAX_PARKED_SECONDS)
+        messages = {pod.key: cond.get("message") or "" for pod, cond in result.pod_conditions}
         for key in result.failed_gangs:
-            self._parked[key] = (gang_signature(snap.groups[key]), snap.freed, until)
+            # A pod still waiting for its claims to be created was not really tried (upstream holds
+            # such a pod before its queue, in PreEnqueue): its claims' arrival retries it at once.
+            if any(" to be created" in messages.get(p.key, "") for p in snap.groups[key].pending):
+                self._parked[key] = (gang_signature(snap.groups[key]), snap.freed, until, now)
+                continue
+            failures = self._failures[key] = self._failures.get(key, 0) + 1
+            backoff = min(GANG_BACKOFF_INITIAL * 2 ** (failures - 1), GANG_BACKOFF_MAX) if self.gang_backoff else 0.0
+            self._parked[key] = (gang_signature(snap.groups[key]), snap.freed, until, now + timedelta(seconds=backoff))
 
     def _load_config(self, ctx: ControllerContext) -> None:
         """Apply the ConfigMap's configuration when it changes; a bad one is reported and ignored."""
@@ -306,7 +337,7 @@ class SchedulerController:
         same_condition = ((queue.get("status") or {}).get("conditions") == status.get("conditions"))
         if last is not None and same_condition and now < last + timedelta(seconds=self.queue_status_period):
             due = last + timedelta(seconds=self.queue_status_period)
-            self._queue_due = due if self._queue_due is None else min(self._queue_due, due)
+            self._cycle_due = due if self._cycle_due is None else min(self._cycle_due, due)
             ctx.wake_at(due)
             return True
         self._queue_written[name] = now

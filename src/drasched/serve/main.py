@@ -108,7 +108,7 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
                                         claims_queued=queued, config_map_modules=False,
                                         allocation_wall_time=ALLOCATION_WALL_TIME,
                                         taint_rules=taint_rules, foreign=foreign,
-                                        queue_status_period=QUEUE_STATUS_PERIOD),
+                                        queue_status_period=QUEUE_STATUS_PERIOD, gang_backoff=True),
                     BinderController(workers=BIND_WORKERS, record_success=False)]
     return controllers
 

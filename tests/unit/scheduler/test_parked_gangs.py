@@ -27,7 +27,7 @@ def _pod(name: str, cpu: str, node: str | None = None) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
 
 
-def _cluster() -> tuple[SimContext, VirtualClock, SchedulerController]:
+def _cluster(gang_backoff: bool = False) -> tuple[SimContext, VirtualClock, SchedulerController]:
     clock = VirtualClock()
     ctx = SimContext(MemoryStore(clock=clock.now, auto_namespaces=True), clock)
     ctx.store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
@@ -36,7 +36,7 @@ def _cluster() -> tuple[SimContext, VirtualClock, SchedulerController]:
     running["status"]["phase"] = "Running"
     ctx.store.update_status(running)
     ctx.store.create(_pod("big", "2"))
-    sched = SchedulerController(SchedulerConfig())
+    sched = SchedulerController(SchedulerConfig(), gang_backoff=gang_backoff)
     sched.reconcile(ctx)
     assert sched.last is not None and sched.last.failed_gangs == {"pod:default/big"}
     # The first cycle created the default Queue, with the settings the scheduler assumed without it.
@@ -111,3 +111,70 @@ def test_a_queue_setting_change_wakes_it() -> None:
     ctx.store.update(queue)
     sched.reconcile(ctx)
     assert _tried(sched) == {"pod:default/big"}  # tried again (and still does not fit)
+
+
+def _finish(ctx: SimContext, name: str) -> None:
+    pod = ctx.store.get(kinds.POD, name, "default")
+    pod["status"]["phase"] = "Succeeded"
+    ctx.store.update_status(pod)
+
+
+def test_with_backoff_what_frees_room_waits_for_the_backoff_to_end() -> None:
+    """Upstream's backoff queue: a pod that failed waits ``podInitialBackoffSeconds`` (1 s),
+    doubling with each failure up to ``podMaxBackoffSeconds`` (10 s), even when an event that
+    may help arrives meanwhile; once the backoff ends it is tried without a further event."""
+    ctx, clock, sched = _cluster(gang_backoff=True)
+    _finish(ctx, "running")
+    sched.reconcile(ctx)
+    assert _tried(sched) == set(), "tried during its 1 s backoff"
+    assert ctx.next_wakeup() == clock.now() + timedelta(seconds=1)
+    clock.advance(1)
+    sched.reconcile(ctx)  # nothing new happened: the backoff's end alone starts the cycle
+    assert _tried(sched) == {"big"}
+
+
+def test_with_backoff_each_failure_doubles_the_wait() -> None:
+    ctx, clock, sched = _cluster(gang_backoff=True)
+    tiny = ctx.store.create(_pod("tiny", "500m", node="n1"))
+    tiny["status"]["phase"] = "Running"
+    ctx.store.update_status(tiny)
+    sched.reconcile(ctx)
+    assert _tried(sched) == set()
+    clock.advance(1)
+    _finish(ctx, "tiny")  # 1 cpu free again: not the 2 big needs
+    sched.reconcile(ctx)
+    assert _tried(sched) == {"pod:default/big"}  # its first backoff (1 s) over: tried, failed again
+    clock.advance(1.5)
+    _finish(ctx, "running")  # now it would fit, but its second backoff is 2 s
+    sched.reconcile(ctx)
+    assert _tried(sched) == set()
+    clock.advance(0.5)
+    sched.reconcile(ctx)
+    assert _tried(sched) == {"big"}
+
+
+def test_with_backoff_a_pod_waiting_for_its_claim_is_tried_as_soon_as_the_claim_is_there() -> None:
+    """Not an attempt: upstream holds a pod whose claims do not exist yet before its queue
+    (PreEnqueue), so their creation does not wait out a backoff."""
+    clock = VirtualClock()
+    ctx = SimContext(MemoryStore(clock=clock.now, auto_namespaces=True), clock)
+    ctx.store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+                      "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}})
+    ctx.store.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+                      "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}})
+    spec = {"spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}}}
+    ctx.store.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                      "metadata": {"name": "gpu", "namespace": "default"}, "spec": spec})
+    pod = _pod("p", "1")
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]
+    ctx.store.create(pod)
+    sched = SchedulerController(SchedulerConfig(), gang_backoff=True)
+    sched.reconcile(ctx)
+    assert sched.last is not None and sched.last.failed_gangs == {"pod:default/p"}
+    ctx.store.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                      "metadata": {"name": "p-gpu-abcde", "namespace": "default"}, **spec})
+    ctx.store.patch(kinds.POD, "p", "default", {"status": {"resourceClaimStatuses": [
+        {"name": "gpu", "resourceClaimName": "p-gpu-abcde"}]}}, subresource="status")
+    sched.reconcile(ctx)  # no time passed: no backoff held it
+    assert _tried(sched) == {"pod:default/p"}  # tried (no device publishes the class: it fails again)
+    assert "to be created" not in ctx.store.get(kinds.POD, "p", "default")["status"]["conditions"][0]["message"]
