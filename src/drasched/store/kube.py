@@ -140,12 +140,14 @@ class KubeStore:
             if self.server.startswith("https://"):
                 tls = _ssl_context(config.ca_file, config.ca_data, not config.insecure, config.cert_file,
                                    config.key_file)
-            # tls-server-name: the name the serving certificate is checked against (SNI too)
-            transport = Urllib3Transport(self.server, tls, config.tls_server_name)
-            if not config.tls_server_name:  # libcurl cannot check the certificate against another name
+            if config.tls_server_name:
+                # the name the serving certificate is checked against (SNI too): libcurl cannot
+                # check the certificate against another name than the URL's, urllib3 can
+                transport = Urllib3Transport(self.server, tls, config.tls_server_name)
+            else:
                 transport = CurlTransport(self.server, ca_file=config.ca_file, ca_data=config.ca_data,
                                           insecure=config.insecure, cert_file=config.cert_file,
-                                          key_file=config.key_file, streams=transport)
+                                          key_file=config.key_file)
         self._transport = transport
 
     @classmethod

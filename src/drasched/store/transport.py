@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -174,8 +175,7 @@ class CurlTransport:
     """
 
     def __init__(self, server: str, *, ca_file: str | None = None, ca_data: str | None = None,
-                 insecure: bool = False, cert_file: str | None = None, key_file: str | None = None,
-                 streams: Transport | None = None) -> None:
+                 insecure: bool = False, cert_file: str | None = None, key_file: str | None = None) -> None:
         import pycurl
 
         self._pycurl = pycurl
@@ -186,29 +186,31 @@ class CurlTransport:
         self._local = threading.local()
         self._handles: list[Any] = []
         self._lock = threading.Lock()
-        self._streams = streams
+
+    def _new_handle(self) -> Any:
+        pycurl = self._pycurl
+        cu = pycurl.Curl()
+        cu.setopt(pycurl.NOSIGNAL, 1)  # timeouts without signals: safe in threads
+        cu.setopt(pycurl.PROXY, "")  # as urllib3 here: no proxy from the environment
+        cu.setopt(pycurl.HTTP_VERSION, pycurl.CURL_HTTP_VERSION_1_1)
+        if self._https:
+            ca_file, ca_data, insecure, cert_file, key_file = self._tls
+            if ca_file:
+                cu.setopt(pycurl.CAINFO, ca_file)
+            if ca_data:
+                cu.setopt(pycurl.CAINFO_BLOB, ca_data.encode())
+            if insecure:
+                cu.setopt(pycurl.SSL_VERIFYPEER, 0)
+                cu.setopt(pycurl.SSL_VERIFYHOST, 0)
+            if cert_file:
+                cu.setopt(pycurl.SSLCERT, cert_file)
+                cu.setopt(pycurl.SSLKEY, key_file or cert_file)
+        return cu
 
     def _handle(self) -> Any:
         cu = getattr(self._local, "curl", None)
         if cu is None:
-            pycurl = self._pycurl
-            cu = pycurl.Curl()
-            cu.setopt(pycurl.NOSIGNAL, 1)  # timeouts without signals: safe in threads
-            cu.setopt(pycurl.PROXY, "")  # as urllib3 here: no proxy from the environment
-            cu.setopt(pycurl.HTTP_VERSION, pycurl.CURL_HTTP_VERSION_1_1)
-            if self._https:
-                ca_file, ca_data, insecure, cert_file, key_file = self._tls
-                if ca_file:
-                    cu.setopt(pycurl.CAINFO, ca_file)
-                if ca_data:
-                    cu.setopt(pycurl.CAINFO_BLOB, ca_data.encode())
-                if insecure:
-                    cu.setopt(pycurl.SSL_VERIFYPEER, 0)
-                    cu.setopt(pycurl.SSL_VERIFYHOST, 0)
-                if cert_file:
-                    cu.setopt(pycurl.SSLCERT, cert_file)
-                    cu.setopt(pycurl.SSLKEY, key_file or cert_file)
-            self._local.curl = cu
+            cu = self._local.curl = self._new_handle()
             with self._lock:
                 self._handles.append(cu)
         return cu
@@ -232,24 +234,125 @@ class CurlTransport:
         except pycurl.error as exc:
             raise NoAnswer(f"{request.method} {request.path}: {exc.args[-1]}") from exc
         status = int(cu.getinfo(pycurl.RESPONSE_CODE))
-        try:
-            reason = HTTPStatus(status).phrase
-        except ValueError:
-            reason = ""
-        return Response(status, body.getvalue(), reason)
+        return Response(status, body.getvalue(), _reason(status))
 
     def stream(self, request: Request, timeout: float, read_timeout: float) -> Response:
-        if self._streams is None:
-            raise NoAnswer("this transport was given no transport for streamed answers")
-        return self._streams.stream(request, timeout, read_timeout)
+        """A watch: one handle of its own driven by a ``CurlMulti`` from the reading thread, so
+        the body arrives in whatever chunks libcurl read and this thread only splits lines."""
+        pycurl = self._pycurl
+        cu = self._new_handle()
+        multi = pycurl.CurlMulti()
+        body = bytearray()
+        cu.setopt(pycurl.URL, self._base + request.url)
+        cu.setopt(pycurl.HTTPHEADER, [f"{k}: {v}" for k, v in request.headers.items()])
+        cu.setopt(pycurl.CUSTOMREQUEST, request.method)
+        state = _CurlStream(self._pycurl, multi, cu, body, read_timeout)
+        cu.setopt(pycurl.WRITEFUNCTION, state.write)
+        cu.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, int(timeout * 1000)))
+        multi.add_handle(cu)
+        try:
+            status = state.wait_for_status()
+        except BaseException:
+            state.close()
+            raise
+        if not 200 <= status < 300:
+            try:
+                state.drain()
+                data = bytes(body)
+            finally:
+                state.close()
+            return Response(status, data, _reason(status))
+        return Response(status, reason=_reason(status), lines=state.lines())
 
     def close(self) -> None:
         with self._lock:
             handles, self._handles = self._handles, []
         for cu in handles:
             cu.close()
-        if self._streams is not None:
-            self._streams.close()
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+class _CurlStream:
+    """One streamed answer read through ``CurlMulti``: status first, then the body line by line."""
+
+    def __init__(self, pycurl: Any, multi: Any, curl: Any, body: bytearray, read_timeout: float) -> None:
+        self.pycurl, self.multi, self.curl, self.body = pycurl, multi, curl, body
+        self.read_timeout = read_timeout
+        self.running = True
+        self.received = 0
+        """Bytes read so far: what tells a quiet stream from a busy one."""
+
+    def write(self, chunk: bytes) -> None:
+        self.body.extend(chunk)
+        self.received += len(chunk)
+
+    def _step(self, wait: float) -> None:
+        """Let libcurl read what came; wait up to ``wait`` seconds for more when nothing did."""
+        pycurl = self.pycurl
+        while True:
+            ret, active = self.multi.perform()
+            if ret != pycurl.E_CALL_MULTI_PERFORM:
+                break
+        if active == 0:
+            self.running = False
+            _, _, failed = self.multi.info_read()
+            if failed:
+                _, errno, message = failed[0]
+                raise NoAnswer(f"curl error {errno}: {message}")
+            return
+        self.multi.select(wait)
+
+    def wait_for_status(self) -> int:
+        deadline = time.monotonic() + self.read_timeout
+        while True:
+            status = int(self.curl.getinfo(self.pycurl.RESPONSE_CODE))
+            if status or not self.running:
+                if not status:
+                    raise NoAnswer("the stream ended before an answer")
+                return status
+            if time.monotonic() >= deadline:
+                raise ReadTimeout(f"no answer in {self.read_timeout} s")
+            self._step(min(1.0, max(0.0, deadline - time.monotonic())))
+
+    def drain(self) -> None:
+        deadline = time.monotonic() + self.read_timeout
+        while self.running and time.monotonic() < deadline:
+            self._step(0.1)
+
+    def lines(self) -> Iterator[bytes]:
+        try:
+            last, seen = time.monotonic(), -1
+            while True:
+                if self.received != seen:
+                    last, seen = time.monotonic(), self.received
+                if b"\n" in self.body:
+                    *complete, rest = bytes(self.body).split(b"\n")
+                    self.body[:] = rest
+                    yield from complete
+                if not self.running:
+                    if self.body:
+                        yield bytes(self.body)
+                    return
+                idle = time.monotonic() - last
+                if idle >= self.read_timeout:
+                    raise ReadTimeout(f"nothing read for {self.read_timeout} s")
+                self._step(min(1.0, self.read_timeout - idle))
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.curl is None:
+            return
+        self.multi.remove_handle(self.curl)
+        self.curl.close()
+        self.multi.close()
+        self.curl = None
 
 
 class MockTransport:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from drasched.store.transport import CurlTransport, NoAnswer, Request
+from drasched.store.transport import CurlTransport, NoAnswer, ReadTimeout, Request
 
 Seen = list[tuple[str, str, dict[str, str], bytes]]
 
@@ -22,6 +23,8 @@ def server() -> Iterator[tuple[str, Seen]]:
         protocol_version = "HTTP/1.1"  # keep-alive, as the API server
 
         def _answer(self) -> None:
+            if self.path.startswith("/stream"):
+                return self._stream()
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             seen.append((self.command, self.path, dict(self.headers), body))
@@ -32,6 +35,20 @@ def server() -> Iterator[tuple[str, Seen]]:
             self.send_header("Content-Length", str(len(out)))
             self.end_headers()
             self.wfile.write(out)
+
+        def _stream(self) -> None:
+            """Three JSON lines in chunks that cut lines in two, then (``/stream-quiet``) silence."""
+            seen.append((self.command, self.path, dict(self.headers), b""))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for part in (b'{"n":1}\n{"n"', b':2}\n', b'{"n":3}\n'):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                self.wfile.flush()
+            if self.path.startswith("/stream-quiet"):
+                time.sleep(3)
+            self.wfile.write(b"0\r\n\r\n")
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer
 
@@ -106,3 +123,39 @@ def test_threads_share_one_transport_safely(server: tuple[str, Seen]) -> None:
     t.close()
     assert results == [200] * 80
     assert len(seen) == 80
+
+
+def test_a_stream_yields_whole_lines_whatever_the_chunks(server: tuple[str, Seen]) -> None:
+    url, _ = server
+    t = CurlTransport(url)
+    try:
+        resp = t.stream(Request("GET", "/stream?watch=1", {"Accept": "application/json"}), 10, 10)
+        assert resp.status == 200 and resp.lines is not None
+        assert list(resp.lines) == [b'{"n":1}', b'{"n":2}', b'{"n":3}']
+    finally:
+        t.close()
+
+
+def test_a_quiet_stream_ends_with_a_read_timeout(server: tuple[str, Seen]) -> None:
+    url, _ = server
+    t = CurlTransport(url)
+    got: list[bytes] = []
+    try:
+        resp = t.stream(Request("GET", "/stream-quiet", {}), 10, 1.0)
+        assert resp.lines is not None
+        with pytest.raises(ReadTimeout):
+            for line in resp.lines:
+                got.append(line)
+    finally:
+        t.close()
+    assert got == [b'{"n":1}', b'{"n":2}', b'{"n":3}']
+
+
+def test_a_stream_refused_is_an_answer_with_its_body(server: tuple[str, Seen]) -> None:
+    url, _ = server
+    t = CurlTransport(url)
+    try:
+        resp = t.stream(Request("GET", "/missing", {}), 10, 10)
+    finally:
+        t.close()
+    assert (resp.status, resp.lines, resp.json()) == (404, None, {"kind": "Status", "code": 404})
