@@ -1,9 +1,11 @@
-"""HTTP for :class:`~drasched.store.kube.KubeStore`: one urllib3 connection pool, kept alive.
+"""HTTP for :class:`~drasched.store.kube.KubeStore`: libcurl (:class:`CurlTransport`), or urllib3.
 
-Why urllib3 and not httpx: a request through httpx cost 1.3-1.4 ms of client CPU here against
-0.8-0.9 ms through urllib3 (``python -m tests.bench.bench_client --requests``, BENCHMARKS.md),
-and ``drasched serve`` makes several requests per pod on threads that share one GIL with the
-scheduler. The transport knows nothing of Kubernetes: it sends bytes and answers
+Client CPU per request is what this module is about: ``drasched serve`` makes about a dozen
+requests per pod on threads that share one GIL with the scheduler. Measured with
+``python -m tests.bench.bench_client --requests`` (BENCHMARKS.md): httpx 1.3-1.4 ms, urllib3
+0.8-0.9 ms, libcurl 0.2-0.5 ms. :class:`Urllib3Transport` stays for the one thing libcurl
+cannot do here, checking the server's certificate against a name other than the URL's
+(a kubeconfig's ``tls-server-name``). A transport knows nothing of Kubernetes: it sends bytes and answers
 :class:`Response` objects or raises :class:`NoAnswer`; ``KubeStore`` owns paths, JSON,
 authentication and the mapping of answers to API errors.
 
