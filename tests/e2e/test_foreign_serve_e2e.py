@@ -17,7 +17,6 @@ and an evicted pod (graceful, so Terminating) is deleted by the test as its kube
 from __future__ import annotations
 
 import copy
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -31,11 +30,11 @@ from drasched.api.kinds import ResourceType
 from drasched.scheduler.foreign_intake import CONDITION_OF
 from drasched.serve.main import build_controllers, run, served_foreign_kinds
 from drasched.store.kube import KubeStore
-from drasched.testing.apiserver import CRD_PATH, FEATURE_GATES, LocalCluster, _die_with_parent, ensure_namespace
+from drasched.testing.apiserver import CRD_PATH, FEATURE_GATES, LocalCluster, ensure_namespace
 from drasched.testing.served import as_served, is_gang
 from tests.deploy.helm import render
+from tests.e2e.kcm import kube_controller_manager, running_kcm
 from tests.e2e.test_helm_install_e2e import install, service_account_store
-from tests.e2e.test_implicit_gang_serve_e2e import kube_controller_manager
 from tests.e2e.test_serve_scenarios_e2e import _Stamps, load, read_back, scenario_problems, wait_quiet
 from tests.scenarios.runner import Scenario, load_scenario
 from tests.scenarios.test_foreign_apis import (
@@ -356,23 +355,11 @@ def cluster_with_claim_controller() -> Iterator[LocalCluster]:
     which in 1.37 (``DRAWorkloadResourceClaims``) also makes an upstream PodGroup's claims from
     their templates and names them in the PodGroup's ``status.resourceClaimStatuses``
     (pkg/controller/resourceclaim: ``enqueuePodGroup``, ``resourceclaim.NameFromPodGroup``)."""
-    binary = kube_controller_manager()
+    kube_controller_manager()  # built before the server starts
     with LocalCluster() as c:
         gates = ",".join(f"{g}=true" for g in (*FEATURE_GATES, *c.served.gang_gates))
-        with open(c.dir / "kube-controller-manager.log", "wb") as out:
-            kcm = subprocess.Popen(
-                [str(binary), f"--kubeconfig={c.kubeconfig_path}", "--leader-elect=false",
-                 "--controllers=resourceclaim-controller", "--secure-port=0", f"--feature-gates={gates}"],
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
-        try:
+        with running_kcm(c, "resourceclaim-controller", f"--feature-gates={gates}"):
             yield c
-        finally:
-            kcm.terminate()
-            try:
-                kcm.wait(10)
-            except subprocess.TimeoutExpired:
-                kcm.kill()
-                kcm.wait()
 
 
 def _template_group_manifests(pods: int) -> list[Obj]:

@@ -10,7 +10,6 @@ all wait (no partial placement) and say why; a fourth node lets all four bind.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,8 +19,9 @@ import pytest
 
 from drasched.api import kinds
 from drasched.store.kube import KubeStore
-from drasched.testing.apiserver import KUBE_VERSION, LocalCluster, _cached_binary, _die_with_parent, cache_dir
+from drasched.testing.apiserver import LocalCluster
 from tests.deploy.helm import render
+from tests.e2e.kcm import kube_controller_manager, running_kcm
 from tests.e2e.test_helm_install_e2e import install, service_account_store
 from tests.e2e.test_serve_scenarios_e2e import Serving, load, wait_quiet
 from tests.scenarios.runner import Scenario
@@ -32,33 +32,12 @@ Obj = dict[str, Any]
 PARALLELISM = 4
 
 
-def kube_controller_manager() -> Path:
-    """kube-controller-manager of the API server's version, built once by scripts/build-kube.sh."""
-    binary = cache_dir() / f"kube-{KUBE_VERSION}" / "bin" / "kube-controller-manager"
-    return _cached_binary(f"kube-controller-manager {KUBE_VERSION}", binary, "build-kube.sh",
-                          "kube-controller-manager")
-
-
 @pytest.fixture
 def cluster() -> Iterator[LocalCluster]:
     """A fresh API server with kube-controller-manager running the Job controller only."""
-    binary = kube_controller_manager()
-    with LocalCluster() as c:
-        log = c.dir / "kube-controller-manager.log"
-        with open(log, "wb") as out:
-            kcm = subprocess.Popen(
-                [str(binary), f"--kubeconfig={c.kubeconfig_path}", "--leader-elect=false",
-                 "--controllers=job-controller", "--secure-port=0"],
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
-        try:
-            yield c
-        finally:
-            kcm.terminate()
-            try:
-                kcm.wait(10)
-            except subprocess.TimeoutExpired:
-                kcm.kill()
-                kcm.wait()
+    kube_controller_manager()  # built before the server starts
+    with LocalCluster() as c, running_kcm(c, "job-controller"):
+        yield c
 
 
 def gpu_node(name: str) -> Obj:

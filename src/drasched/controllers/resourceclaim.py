@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import timedelta
 from typing import Any
@@ -624,19 +624,27 @@ class ResourceClaimController:
                 progress = True
         recorded = status_claim_names(group)
         if statuses != recorded:
-            try:
-                group = self.store.patch(self.upstream_rt, key[1], key[0],
-                                         {"status": {"resourceClaimStatuses": statuses_list(group, statuses)}},
-                                         subresource="status")
-            except NotFound:
+            if self._record_claims(self.upstream_rt, self.upstream, group, key, recorded, statuses) is None:
                 return progress
-            self.upstream.put(group)
-            self.ctx.decide(self.name, "record-claims", group,
-                            ", ".join(f"{k}={v}" for k, v in sorted(statuses.items()) if recorded.get(k) != v))
             progress = True
         if failed is not None:
             raise failed
         return progress
+
+    def _record_claims(self, rt: kinds.ResourceType, informer: Informer, owner: Obj, key: Key,
+                       recorded: Mapping[str, str | None], wanted: dict[str, str | None]) -> Obj | None:
+        """Name the owner's claims in its ``status.resourceClaimStatuses`` (a merge patch of that
+        field alone); the owner as written, None when it is gone."""
+        try:
+            owner = self.store.patch(rt, key[1], key[0],
+                                     {"status": {"resourceClaimStatuses": statuses_list(owner, wanted)}},
+                                     subresource="status")
+        except NotFound:
+            return None
+        informer.put(owner)
+        self.ctx.decide(self.name, "record-claims", owner,
+                        ", ".join(f"{k}={v}" for k, v in sorted(wanted.items()) if recorded.get(k) != v))
+        return owner
 
     # ---- pods --------------------------------------------------------------------------------
     def _sync_pod(self, key: Key) -> bool:
@@ -662,15 +670,10 @@ class ResourceClaimController:
                 wanted[entry["name"]] = name
                 progress = True
         if wanted != recorded:
-            try:
-                pod = self.store.patch(kinds.POD, key[1], key[0],
-                                       {"status": {"resourceClaimStatuses": statuses_list(pod, wanted)}},
-                                       subresource="status")
-            except NotFound:
+            written = self._record_claims(kinds.POD, self.pods, pod, key, recorded, wanted)
+            if written is None:
                 return progress
-            self.pods.put(pod)
-            self.ctx.decide(self.name, "record-claims", pod,
-                            ", ".join(f"{k}={v}" for k, v in sorted(wanted.items()) if recorded.get(k) != v))
+            pod = written
             progress = True
         if failed is not None:
             raise failed
