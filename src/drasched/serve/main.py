@@ -202,11 +202,12 @@ def run(
     :class:`~drasched.store.kube.KubeStore`) every kind the controllers read is watched
     once, in the background, and shared by all of them, and the controllers run in
     threads, as separate controllers of a cluster would: one waiting on the API server
-    never holds up another (the claim controller shares the scheduler's thread and runs
-    just before it, see :func:`_lanes`). A controller sleeps until a watch delivers a
-    change, its wake-up time comes, or ``period`` passes; the main thread keeps the lease
-    (``max_loops`` then counts its renewals). A controller starts a round at most every
-    ``min_round_interval`` seconds, and after a round that used T seconds of CPU waits at
+    never holds up another (the implicit gangs share the scheduler's thread and run just
+    before it, see :func:`_lanes`). A controller sleeps until a watch delivers a change to a
+    kind it reads, its wake-up time comes, or ``period`` passes; the main thread keeps the
+    lease (``max_loops`` then counts its renewals). The scheduler's thread starts a round at
+    most every ``min_round_interval`` seconds (the others every ``IO_ROUND_INTERVAL``), and
+    after a round that used T seconds of CPU waits at
     least ``BUSY_FACTOR`` x T: a burst of watch events is then one round, not one each,
     and no controller holds the GIL for more than about half the time (a scheduling cycle
     after a large change, or one placing a big burst, is CPU-bound; run back to back, it
@@ -390,7 +391,7 @@ def _run_threaded(
 
 IO_ROUND_INTERVAL = 0.005
 """The shortest time between two rounds of a lane without the scheduler (the binder, the claim
-cleanup, the taint eviction): their rounds hand round trips to workers or wait on them, cost
+controller's two halves, the taint eviction): their rounds hand round trips to workers or wait on them, cost
 little CPU, and a pod waits for each (``min_round_interval`` is the scheduler lane's, where a
 longer rest turns a burst into one cycle)."""
 
