@@ -221,8 +221,9 @@ class SchedulerController:
         self._parked = {g.key: self._parked[g.key] for g in snap.pending_groups if g.key in self._parked
                         and self._still_parked(g, snap.freed, now)}
         self._failures = {g.key: self._failures[g.key] for g in snap.pending_groups if g.key in self._failures}
-        ends = [hit[3] for hit in self._parked.values() if hit[3] > now]
-        if ends:  # something may have changed for it meanwhile: look again when its backoff ends
+        ends = [hit[3] for g in snap.pending_groups if (hit := self._parked.get(g.key)) is not None
+                and now < hit[3] and (hit[1] != snap.freed or hit[0] != gang_signature(g))]
+        if ends:  # something that may help came while it backs off: look again when the backoff ends
             self._cycle_due = min(ends) if self._cycle_due is None else min(self._cycle_due, min(ends))
         if len(keep) == len(snap.pending_groups):
             return snap
