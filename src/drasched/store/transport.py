@@ -166,14 +166,14 @@ class Urllib3Transport:
 
 
 class CurlTransport:
-    """Requests through libcurl (pycurl), one kept-alive handle per thread; watches through urllib3.
+    """Requests through libcurl (pycurl), one kept-alive handle per thread; a watch on a handle of its own.
 
     Why: a request's client CPU here was 0.20 ms (GET) and 0.32 ms (POST) through libcurl
     against 0.58 and 0.70 ms through urllib3, whose ``http.client`` parses each answer's
     headers with the ``email`` package (BENCHMARKS.md); ``drasched serve`` sends about a
     dozen requests per pod, on threads that share one GIL with the scheduler, and libcurl
-    does its I/O and TLS without holding it. A watch is one long answer read line by line,
-    where the per-request cost does not matter: :meth:`stream` stays on urllib3.
+    does its I/O and TLS without holding it. A watch (:meth:`stream`) is driven by a
+    ``CurlMulti`` from the thread that reads it, so a quiet watch costs nothing but a wait.
     """
 
     def __init__(self, server: str, *, ca_file: str | None = None, ca_data: str | None = None,
