@@ -52,8 +52,8 @@ class ClusterResult:
     """kube-apiserver + etcd CPU over the same span: what the scheduler's requests cost the server."""
     requests: dict[str, int] = field(default_factory=dict)
     """API requests the server counted over the same span, by "VERB resource[/subresource]"."""
-    created_seconds: float = 0.0
-    """How long the benchmark took to create the measured pods (a burst): the API server and
+    created_seconds: float | None = None
+    """How long the benchmark took to create the measured pods of a burst (None: a steady run): the API server and
     the scheduler share the machine, so a control plane that leaves the server more CPU lets
     the burst arrive faster, and its pods then wait longer in the queue (the latency column)."""
 
@@ -85,7 +85,7 @@ class ClusterResult:
                 f"  per-second p50/p90/p99 {self.pct(ps, .5):.0f}/{self.pct(ps, .9):.0f}/{self.pct(ps, .99):.0f}"
                 f"  latency p50/p90/p99 {self.pct(self.latencies, .5):.2f}/{self.pct(self.latencies, .9):.2f}/"
                 f"{self.pct(self.latencies, .99):.2f} s"
-                + (f" (burst created in {self.created_seconds:.1f} s)" if self.created_seconds else "")
+                + (f" (burst created in {self.created_seconds:.1f} s)" if self.created_seconds is not None else "")
                 + f"  cpu {self.cpu_seconds:.1f} s  rss {self.peak_rss_mib:.0f} MiB"
                 f"  server cpu {self.server_cpu_seconds:.1f} s  writes/pod {self.writes_per_pod:.2f}")
 
@@ -361,7 +361,7 @@ def run_cluster(workload: Workload, scheduler: str, timeout: float = 600.0,
             server_cpu0 = sum(_proc_stats(pid)[0] for pid in cluster.pids())
             requests0 = api_request_counts(store)
             started = time.monotonic()
-            created_seconds = 0.0
+            created_seconds: float | None = None
             if workload.steady is not None:
                 created_at, bound = _run_steady(store, watcher, measured, workload.steady.count,
                                                 workload.steady.duration, procs, workdir, scheduler)
