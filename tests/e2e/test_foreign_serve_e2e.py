@@ -17,7 +17,6 @@ and an evicted pod (graceful, so Terminating) is deleted by the test as its kube
 from __future__ import annotations
 
 import copy
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,13 +27,14 @@ import pytest
 from drasched.api import kinds
 from drasched.api.kinds import ResourceType
 from drasched.scheduler.foreign_intake import CONDITION_OF
-from drasched.serve.main import build_controllers, run, served_foreign_kinds
+from drasched.serve.main import build_controllers, served_foreign_kinds
 from drasched.store.kube import KubeStore
 from drasched.testing.apiserver import CRD_PATH, FEATURE_GATES, LocalCluster, ensure_namespace
 from drasched.testing.served import as_served, is_gang
 from tests.deploy.helm import render
 from tests.e2e.kcm import kube_controller_manager, running_kcm
 from tests.e2e.test_helm_install_e2e import install, service_account_store
+from tests.e2e.test_serve_scenarios_e2e import Serving as ScenarioServing
 from tests.e2e.test_serve_scenarios_e2e import _Stamps, load, read_back, scenario_problems, wait_quiet
 from tests.scenarios.runner import Scenario, load_scenario
 from tests.scenarios.test_foreign_apis import (
@@ -130,33 +130,18 @@ def _is_foreign(obj: Obj) -> bool:
     return is_gang(obj) or str(obj.get("apiVersion", "")).startswith("scheduling.run.ai/")
 
 
-class Serving:
+class Serving(ScenarioServing):
     """``drasched serve``'s loop in a thread, with the kinds it discovers on this server, as
     the command builds it; ``claim_controller``: drasched's own (else none runs, as in a
     cluster whose kube-controller-manager owns claims)."""
 
     def __init__(self, store: KubeStore, claim_controller: bool = True) -> None:
         self.foreign = served_foreign_kinds(store)
-        self.controllers = build_controllers(enable_claim_controller=claim_controller, foreign=self.foreign)
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
-        self.store = store
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        try:
-            run(self.store, self.controllers, stop=self.stop, period=0.05, watch_timeout=5.0)
-        except BaseException as exc:  # reported by the test, not lost in the thread
-            self.error = exc
-
-    def __enter__(self) -> Serving:
-        self.thread.start()
-        return self
+        super().__init__(None, store=store, controllers=build_controllers(
+            enable_claim_controller=claim_controller, foreign=self.foreign))
 
     def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(60)
-        assert not self.thread.is_alive(), "the serve loop did not stop"
+        super().__exit__(*exc)
         assert self.error is None, self.error
 
 

@@ -246,16 +246,21 @@ def wait_quiet(store: KubeStore, quiet: float = QUIET_SECONDS, timeout: float = 
 class Serving:
     """``run`` in a thread, as ``drasched serve`` runs it, until ``stop``."""
 
-    def __init__(self, cluster: LocalCluster, claims_only: bool = False, store: KubeStore | None = None,
-                 without: tuple[str, ...] = ()) -> None:
+    def __init__(self, cluster: LocalCluster | None, claims_only: bool = False, store: KubeStore | None = None,
+                 without: tuple[str, ...] = (), controllers: list[Any] | None = None) -> None:
         """``store``: the identity serve runs as (default: the cluster's admin); ``without``: the
-        names of controllers left out."""
-        controllers = [c for c in build_controllers(enable_claim_controller=True) if c.name not in without]
+        names of controllers left out; ``controllers``: these instead of the command's."""
+        if controllers is None:
+            controllers = build_controllers(enable_claim_controller=True)
+        controllers = [c for c in controllers if c.name not in without]
         if claims_only:
             controllers = [c for c in controllers if c.name in ("resourceclaim-controller", "resourceclaim-cleanup")]
         self.stop = threading.Event()
         self.error: BaseException | None = None
-        self.store = store or cluster.store()
+        if store is None:
+            assert cluster is not None, "a cluster or a store"
+            store = cluster.store()
+        self.store = store
         self.thread = threading.Thread(target=self._run, args=(controllers,), daemon=True)
 
     def _run(self, controllers: list[Any]) -> None:

@@ -611,17 +611,7 @@ class ResourceClaimController:
         plan = plan_owner_claims(group, entries, lambda n: self.claims.get(n, key[0]), self._owned(group))
         statuses = plan.statuses
         self._decide_adoptions(group, plan.adopt)
-        progress = False
-        failed: ApiError | None = None
-        for entry in plan.create:
-            try:
-                name = self._create_from_template(group, entry)
-            except ApiError as exc:
-                failed = exc
-                continue
-            if name:
-                statuses[entry["name"]] = name
-                progress = True
+        progress, failed = self._create_claims(group, plan.create, statuses)
         recorded = status_claim_names(group)
         if statuses != recorded:
             if self._record_claims(self.upstream_rt, self.upstream, group, key, recorded, statuses) is None:
@@ -630,6 +620,22 @@ class ResourceClaimController:
         if failed is not None:
             raise failed
         return progress
+
+    def _create_claims(self, owner: Obj, entries: list[Obj], names: dict[str, str | None]) -> tuple[
+            bool, ApiError | None]:
+        """Create the owner's claims for ``entries`` from their templates, each name into ``names``;
+        whether one was created, and the last refusal (the others are still tried)."""
+        created, failed = False, None
+        for entry in entries:
+            try:
+                name = self._create_from_template(owner, entry)
+            except ApiError as exc:
+                failed = exc
+                continue
+            if name:
+                names[entry["name"]] = name
+                created = True
+        return created, failed
 
     def _record_claims(self, rt: kinds.ResourceType, informer: Informer, owner: Obj, key: Key,
                        recorded: Mapping[str, str | None], wanted: dict[str, str | None]) -> Obj | None:
@@ -657,18 +663,8 @@ class ResourceClaimController:
         if not plan.needs_work(recorded):
             return False
         wanted = dict(plan.statuses)
-        progress = False
-        failed: ApiError | None = None
         self._decide_adoptions(pod, plan.adopt)
-        for entry in plan.create:
-            try:
-                name = self._create_from_template(pod, entry)
-            except ApiError as exc:
-                failed = exc
-                continue
-            if name:
-                wanted[entry["name"]] = name
-                progress = True
+        progress, failed = self._create_claims(pod, plan.create, wanted)
         if wanted != recorded:
             written = self._record_claims(kinds.POD, self.pods, pod, key, recorded, wanted)
             if written is None:
