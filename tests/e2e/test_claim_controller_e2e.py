@@ -69,9 +69,9 @@ def test_claim_from_template_then_released_and_deleted_when_the_pod_ends(env: tu
     assert re.fullmatch(r"trainer-gpu-[a-z0-9]{5}", md["name"])
     assert md["annotations"][POD_CLAIM_NAME] == "gpu"
     assert md["labels"] == {"team": "a"}
+    # as kube-controller-manager 1.37's handleClaim writes it: controller alone
     assert md["ownerReferences"] == [{"apiVersion": "v1", "kind": "Pod", "name": "trainer",
-                                      "uid": created["metadata"]["uid"], "controller": True,
-                                      "blockOwnerDeletion": True}]
+                                      "uid": created["metadata"]["uid"], "controller": True}]
     live = store.get(kinds.POD, "trainer", ns)
     assert live["status"]["resourceClaimStatuses"] == [{"name": "gpu", "resourceClaimName": md["name"]}]
 

@@ -101,8 +101,9 @@ def test_the_cycle_output_bound_by_the_binder_passes_the_real_servers_validation
     [claim] = extended_claims(store, uid)
     md = claim["metadata"]
     assert md["generateName"] == "trainer-0-extended-resources-" and md["name"].startswith(md["generateName"])
+    # as kube-scheduler 1.37 writes it (extendeddynamicresources.go): controller alone
     assert md["ownerReferences"] == [{"apiVersion": "v1", "kind": "Pod", "name": "trainer-0", "uid": uid,
-                                      "controller": True, "blockOwnerDeletion": True}]
+                                      "controller": True}]
     assert FINALIZER in md["finalizers"]
     # cpu sorts before the GPU: request index 1 (upstream naming); the spec went in at creation, immutable after
     assert claim["spec"]["devices"]["requests"] == [{"name": "container-0-request-1", "exactly": {
