@@ -92,6 +92,11 @@ def test_the_commands_read_a_live_cluster_explain_agrees_with_its_podscheduled_m
     store = cluster.store()
     load(store, load_scenario(SCENARIOS / "scheduler/004-gang-all-or-nothing.yaml"))
     settle_under_serve(cluster)
+    # big was tried once, on the empty cluster, and then left alone while nothing gave room back
+    # (its condition tells what that attempt found); a change to its PodGroup has it tried on
+    # the cluster as it is now, which is what explain looks at.
+    store.patch(kinds.POD_GROUP, "big", "default", {"metadata": {"annotations": {"example.com/touched": "1"}}})
+    settle_under_serve(cluster)
     live = store.get(kinds.POD, "big-1", "default")
     message = next(c["message"] for c in live["status"]["conditions"] if c["type"] == "PodScheduled")
     assert main(["explain", "default/big-1", "--kubeconfig", cluster.kubeconfig_path]) == 0
