@@ -176,7 +176,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_long(args: argparse.Namespace) -> int:
-    """``replay`` (one full cycle over a large cluster, embedded) and ``churn`` (RSS over a long run)."""
+    """``replay`` (a scheduler's cycles over a large cluster, embedded) and ``churn`` (RSS over a long run)."""
     if args.workload == "replay":
         from drasched.bench.replay import DEFAULT_NODES, DEFAULT_PODS, run_replay
 
@@ -357,7 +357,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="measure scheduling throughput on fixed workloads")
     bench.add_argument("workload", choices=[*WORKLOADS, "all", "replay", "churn"],
-                       help="replay: one full cycle over 4,000 nodes x 8 GPUs and 140,000 pods, embedded; "
+                       help="replay: a scheduler's cycles over 4,000 nodes x 8 GPUs and 140,000 pods, embedded "
+                            "(cold start, arrival of the waiting gangs, quiet, restart with a backlog); "
                             "churn: pods created and completed for --duration, drasched serve's RSS over time")
     bench.add_argument("--scheduler", choices=["drasched", "kube-scheduler", "both"], default="both")
     bench.add_argument("--embedded", action="store_true", help="drasched alone on the in-memory store")

@@ -1,7 +1,8 @@
 """``drasched bench replay`` and ``drasched bench churn`` work end to end, at a tiny size.
 
 Not measurements (no timing is asserted): the replay must place exactly the gangs its free
-GPUs hold, whole, in its first cycle and nothing in the next; the churn run must keep pods
+GPUs hold, whole, in the cycle after they arrive (and in a fresh scheduler's first cycle over
+everything) and nothing in the others; the churn run must keep pods
 going through a real ``drasched serve`` and report its memory and its log.
 """
 
@@ -23,15 +24,26 @@ def test_replay_shape_at_full_size_is_the_published_one() -> None:
     assert s.free_gpus == 3_200  # the waiting gangs ask three times what is free
 
 
-def test_tiny_replay_places_the_gangs_the_free_gpus_hold_then_nothing() -> None:
+def test_tiny_replay_places_the_arriving_gang_once_and_nothing_in_the_other_rounds() -> None:
     result = run_replay(nodes=4, pods=100)
     s = result.shape
     assert (s.running_gangs, s.pending_gangs, s.free_gpus) == (3, 1, 8)
-    assert result.first.placed == 8  # one whole gang on the one free node
-    assert result.second.placed == 0
-    assert result.first.seconds > 0 and result.peak_rss_mib > 0
-    lines = result.lines()
-    assert re.search(r"full cycle +[\d.]+ s wall +[\d.]+ s CPU +placed 8", "\n".join(lines)), lines
+    assert result.cold_start.placed == 0  # nothing waits before the gangs arrive
+    assert result.arrival.placed == 8  # one whole gang on the one free node
+    assert result.quiet.placed == 0
+    assert result.restart is not None and result.restart.placed == 8  # a fresh scheduler over everything
+    assert result.arrival.seconds > 0 and result.peak_rss_mib > 0
+    text = "\n".join(result.lines())
+    for label, placed in (("cold start", 0), ("arrival", 8), ("quiet", 0), ("restart", 8)):
+        assert re.search(rf"replay  {label} +[\d.]+ s wall +[\d.]+ s CPU +placed {placed} ", text), text
+        assert re.search(rf"replay  {label}: +\w", text), text  # and what the round measures
+    assert "(created in " in text and "MiB with the restart" in text
+
+
+def test_tiny_replay_without_the_restart_reports_the_rounds_in_operation() -> None:
+    result = run_replay(nodes=4, pods=100, restart=False)
+    assert result.restart is None and result.arrival.placed == 8
+    assert not any("restart" in line for line in result.lines())
 
 
 def test_tiny_replay_runs_from_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,4 @@
-"""``drasched bench replay``: one full scheduling cycle over a large, busy GPU cluster, embedded.
+"""``drasched bench replay``: the cycles of a scheduler over a large, busy GPU cluster, embedded.
 
 The shape is the largest published replay of a GPU batch scheduler: 4,000 nodes with 8 GPUs
 each and 140,000 pods, against which that scheduler reported 2.2 s of snapshot and 0.3 s of
@@ -11,9 +11,12 @@ actions per cycle. The pods here make a cluster in the middle of its day:
 
 GPUs are device-plugin GPUs (``nvidia.com/gpu`` in the nodes' allocatable), as in the
 published replay. The whole scheduler runs as it does in a cluster (its controller: cache
-sync, snapshot, actions, the BindRequest writes) over the in-memory store, so the figure is
-the scheduler's own cost without API round trips. ``--nodes`` and ``--pods`` scale the shape
-down (tests run it tiny).
+sync, snapshot, actions, the store writes) over the in-memory store, so the figures are the
+scheduler's own cost without API round trips. The rounds (:data:`ROUNDS`): the scheduler's
+first cycle over the running cluster (cold start), the cycle after the waiting gangs arrive
+(what a running scheduler pays per cycle), the quiet one after it, and a fresh scheduler's
+first cycle over everything at once (a restart with a backlog). ``--nodes`` and ``--pods``
+scale the shape down (tests run it tiny).
 """
 
 from __future__ import annotations
@@ -100,8 +103,9 @@ def _group(name: str, queue: int) -> Obj:
             "metadata": {"name": name, "namespace": NAMESPACE}, "spec": {"minMember": GANG, "queue": f"q{queue}"}}
 
 
-def cluster_objects(s: ReplayShape) -> Iterator[tuple[Obj, bool]]:
-    """Every object of the replay, with whether it is a pod already running."""
+def running_objects(s: ReplayShape) -> Iterator[tuple[Obj, bool]]:
+    """The cluster before the waiting gangs arrive, each object with whether it is a pod already
+    running: queues, nodes, the running gangs (a PodGroup each) and the CPU-only pods."""
     quota = str(s.nodes * s.gpus_per_node // QUEUES)
     for q in range(QUEUES):
         yield {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "Queue", "metadata": {"name": f"q{q}"},
@@ -117,20 +121,32 @@ def cluster_objects(s: ReplayShape) -> Iterator[tuple[Obj, bool]]:
             yield _pod(f"{name}-{m}", gpus=1, group=name, node=node), True
     for c in range(s.cpu_pods):
         yield _pod(f"svc-{c:06d}", node=f"node-{c % s.nodes:05d}"), True
+
+
+def arriving_objects(s: ReplayShape) -> Iterator[Obj]:
+    """The waiting gangs: a PodGroup and its pods each, spread over the queues."""
     for g in range(s.pending_gangs):
         name = f"wait-{g:05d}"
-        yield _group(name, g % QUEUES), False
+        yield _group(name, g % QUEUES)
         for m in range(GANG):
-            yield _pod(f"{name}-{m}", gpus=1, group=name), False
+            yield _pod(f"{name}-{m}", gpus=1, group=name)
 
 
-def build_store(s: ReplayShape) -> tuple[MemoryStore, VirtualClock]:
-    """The replay cluster in a memory store (the collector off while it fills: BENCHMARKS.md)."""
+def cluster_objects(s: ReplayShape) -> Iterator[tuple[Obj, bool]]:
+    """Every object of the replay, with whether it is a pod already running."""
+    yield from running_objects(s)
+    for obj in arriving_objects(s):
+        yield obj, False
+
+
+def build_store(s: ReplayShape, arrivals: bool = True) -> tuple[MemoryStore, VirtualClock]:
+    """The replay cluster in a memory store (the collector off while it fills: BENCHMARKS.md);
+    without ``arrivals``, only what runs (:func:`running_objects`)."""
     clock = VirtualClock()
     store = MemoryStore(clock=clock.now, auto_namespaces=True)
     gc.disable()
     try:
-        for obj, running in cluster_objects(s):
+        for obj, running in cluster_objects(s) if arrivals else running_objects(s):
             stored = store.create(obj)
             if running:
                 stored["status"] = {**(stored.get("status") or {}), "phase": "Running"}
@@ -193,29 +209,59 @@ class CycleCost:
         return self.parts.get("writes", 0.0)
 
 
+ROUNDS = (
+    ("cold start", "cold_start", "a scheduler's first cycle over the running cluster, nothing waiting"),
+    ("arrival", "arrival", "the next cycle once the waiting gangs are created: what a running scheduler pays"),
+    ("quiet", "quiet", "the cycle after it: its own writes come back, nothing new"),
+    ("restart", "restart", "a fresh scheduler's first cycle over everything, the waiting gangs included "
+                           "(a restart with a backlog: the worst case)"),
+)
+"""The rounds :meth:`ReplayResult.lines` prints: label, attribute, what it measures."""
+
+
 @dataclass
 class ReplayResult:
     shape: ReplayShape
     fill_seconds: float
-    first: CycleCost
-    second: CycleCost
+    """Filling the store with the running cluster (nodes, queues, running gangs, CPU-only pods)."""
+    cold_start: CycleCost
+    arrival_seconds: float
+    """Creating the waiting gangs' PodGroups and pods in the store (not the scheduler's cost)."""
+    arrival: CycleCost
+    quiet: CycleCost
+    restart: CycleCost | None
     peak_rss_mib: float
+    """The process's peak RSS after the three rounds in operation (before the restart's store)."""
+    restart_peak_rss_mib: float | None = None
+    """The peak after the restart round too (its store replaces the first one)."""
 
     def lines(self) -> list[str]:
         s = self.shape
         out = [f"replay  nodes={s.nodes} x {s.gpus_per_node} GPUs  pods={s.pods} "
                f"({s.running_gangs * GANG} running in {s.running_gangs} gangs, {s.cpu_pods} CPU-only running, "
                f"{s.pending_gangs * GANG} waiting in {s.pending_gangs} gangs; {s.free_gpus} GPUs free)",
-               f"replay  store filled in {self.fill_seconds:.2f} s"]
-        for label, c in (("full cycle", self.first), ("next cycle", self.second)):
+               f"replay  store filled with the running cluster in {self.fill_seconds:.2f} s; "
+               f"{s.pending_gangs * GANG} pods in {s.pending_gangs} gangs arrive after the cold start "
+               f"(created in {self.arrival_seconds:.2f} s)"]
+        for label, attr, _meaning in ROUNDS:
+            c = getattr(self, attr)
+            if c is None:
+                continue
             split = ", ".join(f"{part} {c.parts.get(part, 0.0):.3f} s" for part in PARTS)
-            out.append(f"replay  {label:<10} {c.seconds:8.3f} s wall  {c.cpu:8.3f} s CPU  placed {c.placed}"
+            out.append(f"replay  {label:<10} {c.seconds:8.3f} s wall  {c.cpu:8.3f} s CPU  placed {c.placed:<5}"
                        f"  (CPU: {split})")
-        out.append(f"replay  peak RSS {self.peak_rss_mib:.0f} MiB")
+        out.append(f"replay  peak RSS {self.peak_rss_mib:.0f} MiB in operation"
+                   + (f", {self.restart_peak_rss_mib:.0f} MiB with the restart"
+                      if self.restart_peak_rss_mib is not None else ""))
+        out += [f"replay  {label + ':':<11} {meaning}" for label, attr, meaning in ROUNDS
+                if getattr(self, attr) is not None]
         return out
 
 
 PARTS = ("cache sync", "snapshot", "actions", "writes")
+SETTLE_ROUNDS = 10
+"""At most this many unmeasured rounds after the cold start, until the scheduler's own writes
+(queue statuses, the default Queue) have come back and a round finds nothing to do."""
 
 
 def _one_round(scheduler: Any, ctx: SimContext, timer: _PartTimer, store: MemoryStore) -> CycleCost:
@@ -234,30 +280,80 @@ def _one_round(scheduler: Any, ctx: SimContext, timer: _PartTimer, store: Memory
     return CycleCost(seconds, float(actions) if actions is not None else None, cpu, placed, dict(timer.cpu))
 
 
-def run_replay(nodes: int = DEFAULT_NODES, pods: int = DEFAULT_PODS) -> ReplayResult:
-    """Fill the store, then run the scheduler's first cycle (it sees everything: the full cost)
-    and the one after it (nothing new but its own BindRequests)."""
-    from drasched.scheduler import controller
+class _Timed:
+    """A scheduler over ``store`` whose rounds are timed by part (:class:`_PartTimer`)."""
 
+    def __init__(self, store: MemoryStore, clock: VirtualClock) -> None:
+        from drasched.scheduler import controller
+
+        self.store = store
+        self.ctx = SimContext(store, clock)
+        self.scheduler = controller.SchedulerController()
+        self.timer = _PartTimer()
+        self.timer.wrap(self.scheduler.cache, "sync", "cache sync")
+        self.timer.wrap(self.scheduler.builder, "build", "snapshot")
+        self.timer.wrap(controller, "run_cycle", "actions")
+        for name in WRITES:
+            self.timer.wrap(store, name, "writes")
+
+    def round(self) -> CycleCost:
+        return _one_round(self.scheduler, self.ctx, self.timer, self.store)
+
+    def settle(self) -> None:
+        """Rounds until one finds nothing to do (its own writes read back), unmeasured."""
+        for _ in range(SETTLE_ROUNDS):
+            if not self.scheduler.reconcile(self.ctx):
+                return
+
+    def close(self) -> None:
+        self.timer.restore()
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_replay(nodes: int = DEFAULT_NODES, pods: int = DEFAULT_PODS, restart: bool = True) -> ReplayResult:
+    """The replay as a running scheduler meets it: fill the store with the running cluster, run
+    the scheduler's first cycle (cold start), let it settle, create the waiting gangs, run the
+    cycle that places them (arrival) and the one after (quiet). With ``restart``, then a fresh
+    scheduler's first cycle over a new store holding everything at once (a restart with a backlog)."""
     s = shape(nodes, pods)
     t0 = time.perf_counter()
-    store, clock = build_store(s)
+    store, clock = build_store(s, arrivals=False)
     fill = time.perf_counter() - t0
     gc.collect()
     gc.freeze()  # the filled store is long-lived: keep it out of the collector's generations
-    ctx = SimContext(store, clock)
-    scheduler = controller.SchedulerController()
-    timer = _PartTimer()
-    timer.wrap(scheduler.cache, "sync", "cache sync")
-    timer.wrap(scheduler.builder, "build", "snapshot")
-    timer.wrap(controller, "run_cycle", "actions")
-    for name in WRITES:
-        timer.wrap(store, name, "writes")
+    timed = _Timed(store, clock)
     try:
-        first = _one_round(scheduler, ctx, timer, store)
-        second = _one_round(scheduler, ctx, timer, store)
+        cold = timed.round()
+        timed.settle()
+        t0 = time.perf_counter()
+        gc.disable()
+        try:
+            for obj in arriving_objects(s):
+                store.create(obj)
+        finally:
+            gc.enable()
+        created = time.perf_counter() - t0
+        arrival = timed.round()
+        quiet = timed.round()
     finally:
-        timer.restore()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        timed.close()
+    peak = _peak_rss_mib()
+    del timed, store
     gc.unfreeze()
-    return ReplayResult(s, fill, first, second, peak)
+    gc.collect()
+    if not restart:
+        return ReplayResult(s, fill, cold, created, arrival, quiet, None, peak)
+    store, clock = build_store(s)
+    gc.collect()
+    gc.freeze()
+    timed = _Timed(store, clock)
+    try:
+        backlog = timed.round()
+    finally:
+        timed.close()
+    del timed, store
+    gc.unfreeze()
+    return ReplayResult(s, fill, cold, created, arrival, quiet, backlog, peak, _peak_rss_mib())
