@@ -8,7 +8,7 @@ by a later cycle from fresher state.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -19,6 +19,7 @@ from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time, parse_time
 from drasched.api.resource import FINALIZER
 from drasched.control import ControllerContext
+from drasched.dra.claimrules import status_claim_names
 from drasched.scheduler.backoff import BindBackoff
 from drasched.scheduler.cache import WATCHED, SchedulerCache
 from drasched.scheduler.config import ConfigError, SchedulerConfig, config_from_yaml
@@ -79,6 +80,21 @@ def gang_signature(g: GroupInfo) -> tuple[Any, ...]:
                   (p.obj.get("status") or {}).get("resourceClaimStatuses"),
                   (p.obj.get("status") or {}).get("nominatedNodeName")) for p in g.pending)
     return (pg, g.min_member, g.placed, g.blocked, g.queue, g.priority, len(g.pods), pods)
+
+
+def missing_claims(g: GroupInfo, claims: Mapping[str, Any]) -> frozenset[str]:
+    """The claims (``namespace/name``) the gang's waiting pods name, by ``resourceClaimName`` or
+    by their status for a template entry, that ``claims`` lacks: the pods wait for these to be
+    created, and the creation of any of them changes nothing in the pods themselves."""
+    group_names = status_claim_names(g.obj) if g.obj is not None else {}
+    missing: set[str] = set()
+    for p in g.pending:
+        names = status_claim_names(p.obj)
+        for e in p.claim_entries:
+            name = e.claim_name or names.get(e.name) or group_names.get(e.name)
+            if name and f"{p.namespace}/{name}" not in claims:
+                missing.add(f"{p.namespace}/{name}")
+    return frozenset(missing)
 
 
 class SchedulerController:
@@ -149,6 +165,9 @@ class SchedulerController:
         self._parked: dict[str, tuple[tuple[Any, ...], int, datetime, datetime]] = {}
         """Gang key -> (the gang as it failed, the builder's ``freed`` then, when to try it anyway,
         until when it backs off)."""
+        self._awaiting: dict[str, frozenset[str]] = {}
+        """Parked gang key -> the claims its pods waited for to be created: the first of them to
+        arrive brings it back (upstream's claim Add event hint), though the pods did not change."""
         self._failures: dict[str, int] = {}
         """Gang key -> cycles in a row that tried it and placed nothing (its backoff grows with them)."""
         self._parked_wake: datetime | None = None
@@ -217,9 +236,10 @@ class SchedulerController:
         (5 minutes) passes."""
         if not self._parked:
             return snap
-        keep = [g for g in snap.pending_groups if not self._still_parked(g, snap.freed, now)]
+        keep = [g for g in snap.pending_groups if not self._still_parked(g, snap, now)]
         self._parked = {g.key: self._parked[g.key] for g in snap.pending_groups if g.key in self._parked
-                        and self._still_parked(g, snap.freed, now)}
+                        and self._still_parked(g, snap, now)}
+        self._awaiting = {k: v for k, v in self._awaiting.items() if k in self._parked}
         self._failures = {g.key: self._failures[g.key] for g in snap.pending_groups if g.key in self._failures}
         ends = [hit[3] for g in snap.pending_groups if (hit := self._parked.get(g.key)) is not None
                 and now < hit[3] and (hit[1] != snap.freed or hit[0] != gang_signature(g))]
@@ -229,13 +249,16 @@ class SchedulerController:
             return snap
         return dataclasses.replace(snap, pending_groups=tuple(keep))
 
-    def _still_parked(self, g: GroupInfo, freed: int, now: datetime) -> bool:
+    def _still_parked(self, g: GroupInfo, snap: Snapshot, now: datetime) -> bool:
         hit = self._parked.get(g.key)
         if hit is None or now >= hit[2]:
             return False
         if now < hit[3]:
             return True  # backing off: whatever changed waits for the backoff to end
-        return hit[1] == freed and hit[0] == gang_signature(g)
+        awaited = self._awaiting.get(g.key)
+        if awaited and any(k in snap.claims for k in awaited):
+            return False  # a claim it waited for is there now
+        return hit[1] == snap.freed and hit[0] == gang_signature(g)
 
     def _park(self, snap: Snapshot, result: CycleResult, now: datetime) -> None:
         until = now + timedelta(seconds=MAX_PARKED_SECONDS)
@@ -245,7 +268,9 @@ class SchedulerController:
             # such a pod before its queue, in PreEnqueue): its claims' arrival retries it at once.
             if any(" to be created" in messages.get(p.key, "") for p in snap.groups[key].pending):
                 self._parked[key] = (gang_signature(snap.groups[key]), snap.freed, until, now)
+                self._awaiting[key] = missing_claims(snap.groups[key], snap.claims)
                 continue
+            self._awaiting.pop(key, None)
             failures = self._failures[key] = self._failures.get(key, 0) + 1
             backoff = min(GANG_BACKOFF_INITIAL * 2 ** (failures - 1), GANG_BACKOFF_MAX) if self.gang_backoff else 0.0
             self._parked[key] = (gang_signature(snap.groups[key]), snap.freed, until, now + timedelta(seconds=backoff))

@@ -178,3 +178,32 @@ def test_with_backoff_a_pod_waiting_for_its_claim_is_tried_as_soon_as_the_claim_
     sched.reconcile(ctx)  # no time passed: no backoff held it
     assert _tried(sched) == {"pod:default/p"}  # tried (no device publishes the class: it fails again)
     assert "to be created" not in ctx.store.get(kinds.POD, "p", "default")["status"]["conditions"][0]["message"]
+
+
+def test_a_pod_waiting_for_a_named_claim_is_tried_as_soon_as_the_claim_exists() -> None:
+    """A pod naming a ResourceClaim that does not exist yet (``resourceClaimName``, or a
+    template's claim its status names but the watch has not delivered) is held, not failed:
+    upstream's dynamicresources PreEnqueue keeps it out of the active queue and the claim's
+    Add event (its ``isSchedulableAfterClaimChange`` hint) brings it back at once, not after
+    ``podMaxInUnschedulablePodsDuration``. The pod's own object does not change meanwhile."""
+    clock = VirtualClock()
+    ctx = SimContext(MemoryStore(clock=clock.now, auto_namespaces=True), clock)
+    ctx.store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+                      "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}})
+    ctx.store.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+                      "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}})
+    pod = _pod("p", "1")
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared-gpu"}]
+    ctx.store.create(pod)
+    sched = SchedulerController(SchedulerConfig(), gang_backoff=True)
+    sched.reconcile(ctx)
+    assert sched.last is not None and sched.last.failed_gangs == {"pod:default/p"}
+    sched.reconcile(ctx)
+    assert _tried(sched) == set()  # nothing changed: held
+    ctx.store.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                      "metadata": {"name": "shared-gpu", "namespace": "default"},
+                      "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}}})
+    sched.reconcile(ctx)  # no time passed
+    assert _tried(sched) == {"pod:default/p"}  # tried (no device publishes the class: it fails again)
+    message = ctx.store.get(kinds.POD, "p", "default")["status"]["conditions"][0]["message"]
+    assert "to be created" not in message
