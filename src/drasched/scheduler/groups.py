@@ -41,6 +41,8 @@ class GroupInfo:
     blocked: str | None = None
     """Why none of its pods can be scheduled now (missing PodGroup or queue, too few pods)."""
     label_mismatch: list[PodInfo] = field(default_factory=list)
+    movable: bool = True
+    """Every running pod has a controller owner (:func:`movable`): consolidation may move the gang."""
 
     @property
     def ref(self) -> Obj:
@@ -60,6 +62,15 @@ def member_order(pod: PodInfo) -> tuple[str, str]:
     return (pod.created, pod.key)
 
 
+def movable(pods: Sequence[PodInfo]) -> bool:
+    """Whether every running pod of ``pods`` has a controller owner that recreates it elsewhere
+    (kept with the group, so consolidation need not read every gang's pods each cycle)."""
+    for p in pods:  # noqa: SIM110 - a loop, not all(generator): this runs for every group of a full build
+        if not p.controlled and p.node_name and not p.terminal and not p.deleting:
+            return False
+    return True
+
+
 def build_group(key: str, members: Sequence[PodInfo], pod_group: Obj | None, assumed: Container[str],
                 priority_of_class: Mapping[str, int], queues: Container[str], topology: bool) -> GroupInfo:
     """The group ``key`` of ``members`` (in :func:`member_order`); ``assumed``: pods a pending
@@ -72,6 +83,7 @@ def build_group(key: str, members: Sequence[PodInfo], pod_group: Obj | None, ass
         elif not p.node_name and p.key not in assumed and not p.deleting and not p.terminal and not p.gated:
             g.pending.append(p)
     _finish_group(g)
+    g.movable = movable(g.pods)
     if not topology:
         g.required_key = g.preferred_key = None
     if g.queue not in queues and g.blocked is None:
@@ -91,7 +103,8 @@ def lone_pod_group(key: str, p: PodInfo, assumed: Container[str], queues: Contai
         pending.append(p)
     blocked = None if queue in queues else f'queue "{queue}" does not exist'
     return GroupInfo(key, p.namespace, p.name, None, True, 1, queue, p.priority, p.created, None, None, (), [p],
-                     pending, placed, blocked, [])
+                     pending, placed, blocked, [],
+                     p.controlled or not p.node_name or p.terminal or p.deleting)  # movable
 
 
 def _new_group(key: str, first: PodInfo, pg: Obj | None, prio: Mapping[str, int]) -> GroupInfo:

@@ -33,6 +33,7 @@ class PodInfo:
     uid: str
     obj: Obj
     requests: dict[str, float]
+    """Container requests in vector units; shared by pods of one template: never change it."""
     error: str | None
     priority: int
     created: str
@@ -48,6 +49,8 @@ class PodInfo:
     """``drasched.io/gpu-fraction``: ``requests[nvidia.com/gpu]`` then holds this fraction, not 1."""
     pod_keys: PodKeys | None = None
     """Builds :attr:`static_key` and :attr:`eq_key` (``None``: every built-in plugin's)."""
+    controlled: bool = False
+    """Whether an owner reference marks a controller, which recreates the pod if it is evicted."""
     _keys: tuple[str, str] | None = None
 
     @property
@@ -145,6 +148,55 @@ def _scheduled_condition(obj: Obj) -> tuple[str, str, str] | None:
     return None
 
 
+REQUESTS_MEMO_SIZE = 4096
+"""Distinct container resource sets :func:`shared_requests` remembers (then it starts over)."""
+_requests_memo: dict[tuple[Any, ...], dict[str, float]] = {}
+
+
+def _resources_key(spec: Obj) -> tuple[Any, ...] | None:
+    """What :func:`~drasched.scheduler.resources.pod_requests` reads of ``spec``, as a hashable
+    key: each container's requests and limits; ``None`` for a spec it does not cover (init
+    containers, overhead, anything not a map of plain values)."""
+    if "initContainers" in spec or "overhead" in spec:
+        return None
+    containers = spec.get("containers") or ()
+    if not isinstance(containers, list):
+        return None
+    key: list[Any] = []
+    for c in containers:
+        res = c.get("resources") if isinstance(c, dict) else None
+        if not res:
+            key.append(None)
+            continue
+        if not isinstance(res, dict):
+            return None
+        req, lim = res.get("requests"), res.get("limits")
+        if (req and not isinstance(req, dict)) or (lim and not isinstance(lim, dict)):
+            return None
+        key.append(tuple(req.items()) if req else ())
+        key.append(tuple(lim.items()) if lim else ())
+    return tuple(key)
+
+
+def shared_requests(spec: Obj) -> dict[str, float]:
+    """``pod_requests(spec)``, worked out once per distinct set of container resources: pods of
+    one template share the dict (never changed: a :class:`PodInfo`'s requests are read-only).
+    Parsing the quantities was a third of parsing a pod, for the same few templates."""
+    key = _resources_key(spec)
+    if key is None:
+        return pod_requests(spec)
+    try:
+        hit = _requests_memo.get(key)
+    except TypeError:  # a value that is not hashable (a malformed quantity): parse it as it is
+        return pod_requests(spec)
+    if hit is None:
+        hit = pod_requests(spec)
+        if len(_requests_memo) >= REQUESTS_MEMO_SIZE:
+            _requests_memo.clear()
+        _requests_memo[key] = hit
+    return hit
+
+
 def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKeys | None = None) -> PodInfo:
     """Parse ``obj`` once per version; ``keys`` builds its memo keys (default: every built-in plugin)."""
     md = obj.get("metadata") or {}
@@ -152,7 +204,7 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKe
     labels = md.get("labels") or {}
     error = None
     try:
-        requests = pod_requests(spec)
+        requests = shared_requests(spec)
     except (QuantityError, TypeError, ValueError) as exc:
         requests = {PODS: 1.0}
         error = f"pod has a malformed resource request: {exc}"
@@ -188,7 +240,16 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKe
         claim_entries(spec) if spec.get("resourceClaims") else (),  # claim_entries (most pods have none)
         fraction,  # gpu_fraction
         keys,  # pod_keys
+        has_controller(md),  # controlled
     )
+
+
+def has_controller(md: Obj) -> bool:
+    """Whether the metadata's owner references name a controller."""
+    refs = md.get("ownerReferences")
+    if not refs:
+        return False
+    return any(isinstance(r, dict) and r.get("controller") for r in refs)
 
 
 @dataclass(slots=True, eq=False)

@@ -53,7 +53,7 @@ from drasched.scheduler.extended import (
 from drasched.scheduler.framework.profile import Profile, default_profile
 from drasched.scheduler.gpus import GpuInventory, build_gpu_inventory
 from drasched.scheduler.groups import GroupInfo, build_group, group_key, lone_pod_group, member_order
-from drasched.scheduler.podinfo import NodeInfo, PodInfo, parse_node, parse_pod
+from drasched.scheduler.podinfo import REQUESTS_MEMO_SIZE, NodeInfo, PodInfo, parse_node, parse_pod
 from drasched.scheduler.queues import QueueTree, build_queue_tree
 from drasched.scheduler.resources import ResourceIndex
 from drasched.scheduler.usage import PodUsage, QueueUsage, UsageLedger
@@ -195,7 +195,13 @@ class SnapshotBuilder:
         self.allocation_wall_time = allocation_wall_time
         """Seconds one allocation search may take on top of its step budget (serve; None: steps only)."""
         self.profile = Profile.from_config(config)
-        self._pods: dict[str, tuple[str, PodInfo]] = {}
+        self._pods: dict[str, PodInfo] = {}
+        """Pod key -> the pod parsed from the cache's object (the store never changes an object
+        in place: a new version is a new object)."""
+        self._dims: dict[int, tuple[dict[str, float], dict[str, float]]] = {}
+        self._dims_of: DeviceAccounting | None = None
+        """id() of a requests dict -> (that dict, its demand) for :attr:`_dims_of`'s accounting:
+        pods of one template share their requests (:func:`~drasched.scheduler.podinfo.shared_requests`)."""
         self._class_memo = ClassMatchMemo()
         self._selectors = SelectorCache()  # selector results, kept across cycles
         self._pools: PoolIndex | None = None
@@ -249,24 +255,33 @@ class SnapshotBuilder:
         return self._nodes
 
     def _parse(self, key: str, obj: Obj, prio: dict[str, int],
-               into: dict[str, tuple[str, PodInfo]] | None = None) -> PodInfo:
-        """Pod ``key`` parsed (memoised per version); ``into``: the memo a full build makes anew."""
-        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-        hit = self._pods.get(key)
-        if hit is None or hit[0] != rv or hit[1].obj is not obj:
-            hit = (rv, parse_pod(key, obj, prio, self.profile.pod_keys))
+               into: dict[str, PodInfo] | None = None) -> PodInfo:
+        """Pod ``key`` parsed (memoised per object); ``into``: the memo a full build makes anew."""
+        p = self._pods.get(key)
+        if p is None or p.obj is not obj:
+            p = parse_pod(key, obj, prio, self.profile.pod_keys)
             if into is None:
-                self._pods[key] = hit
+                self._pods[key] = p
         if into is not None:
-            into[key] = hit
-        return hit[1]
+            into[key] = p
+        return p
 
     def _pod_demand(self, pod: PodInfo) -> dict[str, float]:
-        """What the pod adds to its queue's usage: worked out, not memoised (a few lookups; the
-        ledger keeps it with the pod, and a full build of a large cluster would fill the memo
-        with every pod)."""
+        """What the pod adds to its queue's usage, memoised per requests dict (shared by the pods
+        of a template; the ledger keeps it with the pod and never changes it)."""
         assert self._world is not None
-        return pod_dims(pod, self._world.accounting)
+        accounting = self._world.accounting
+        if self._dims_of is not accounting:
+            self._dims, self._dims_of = {}, accounting
+        requests = pod.requests
+        hit = self._dims.get(id(requests))
+        if hit is not None and hit[0] is requests:
+            return hit[1]
+        out = pod_dims(pod, accounting)
+        if len(self._dims) >= REQUESTS_MEMO_SIZE:
+            self._dims.clear()
+        self._dims[id(requests)] = (requests, out)  # the dict is held, so its id is not reused
+        return out
 
     # ------------------------------------------------------------------ building
 
@@ -320,7 +335,7 @@ class SnapshotBuilder:
         node_objs, nodes, node_pos = self._node_rows(cache)
         classes = list(cache.objects(kinds.DEVICE_CLASS).values())
         accounting = DeviceAccounting(classes, cfg.gpu_device_classes)
-        fresh: dict[str, tuple[str, PodInfo]] = {}
+        fresh: dict[str, PodInfo] = {}
         pods: dict[str, PodInfo] = {}
         for key, obj in cache.objects(kinds.POD).items():
             pods[key] = self._parse(key, obj, prio, fresh)
@@ -348,8 +363,8 @@ class SnapshotBuilder:
         names: set[str] = {implicit_name(c) for c in accounting.class_names}
         for n in nodes:
             names.update(n.allocatable)
-        for p in pods.values():
-            names.update(p.requests)
+        for requests in {id(p.requests): p.requests for p in pods.values()}.values():  # shared by templates
+            names.update(requests)
         index = ResourceIndex.build(names)
         r_count, n_count = len(index), len(nodes)
         alloc = np.zeros((r_count, n_count))

@@ -108,7 +108,7 @@ class VictimGang:
     def movable(self) -> bool:
         """Every pod has a controller owner that recreates it: consolidation may move it."""
         if self._movable is None:
-            self._movable = all(_controller(p.obj) for p, _ in self._pods)
+            self._movable = self.group.movable
         return self._movable
 
     @property
@@ -294,19 +294,9 @@ class VictimIndex:
             if not (verdict[True] or verdict[False]):
                 continue
             for g in same:
-                if (verdict[True] == verdict[False] or verdict[self._movable_of(g)]) and self.victim(g) is not None:
+                if (verdict[True] == verdict[False] or verdict[g.movable]) and self.victim(g) is not None:
                     return True
         return False
-
-    def _movable_of(self, g: GroupInfo) -> bool:
-        """:attr:`VictimGang.movable` of ``g``, without building the gang."""
-        head = self._heads.get(g.key)
-        if head is not None:
-            return head.movable
-        for p in g.pods:  # noqa: SIM110 - a loop, not all(generator): asked of every gang of a kind
-            if p.node_name and not p.terminal and not p.deleting and not _controller(p.obj):
-                return False
-        return True
 
     @property
     def gangs(self) -> list[VictimGang]:
@@ -352,10 +342,6 @@ class VictimIndex:
         """Victims with a pod on node ``j`` that are not evicted yet and that ``allowed`` accepts."""
         gone = self.session.disruption.evicted_gangs
         return [v for v in self._on(j) if v.key not in gone and allowed(v)]
-
-
-def _controller(pod: Obj) -> bool:
-    return any(r.get("controller") for r in (pod.get("metadata") or {}).get("ownerReferences") or [])
 
 
 def effective_min_runtime(session: Session, queue: str) -> float | None:

@@ -23,7 +23,7 @@ def _group_view(g: GroupInfo) -> tuple[Any, ...]:
     return (g.namespace, g.name, g.obj is not None and g.obj.get("metadata", {}).get("resourceVersion"), g.implicit,
             g.min_member, g.queue, g.priority, g.created, g.required_key, g.preferred_key, g.claim_entries,
             [p.key for p in g.pods], [p.key for p in g.pending], g.placed, g.blocked,
-            [p.key for p in g.label_mismatch])
+            [p.key for p in g.label_mismatch], g.movable)
 
 
 def _close(a: dict[str, dict[str, dict[str, float]]], b: dict[str, dict[str, dict[str, float]]]) -> bool:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tests.unit.scheduler.helpers import World, node, pod, queue
+from drasched.api import kinds
+from tests.unit.scheduler.helpers import World, node, pod, podgroup, queue
 from tests.unit.scheduler.preemption_helpers import minutes_ago, running
 
 
@@ -34,3 +35,30 @@ def test_pods_that_fit_nowhere_else_are_not_moved() -> None:
     # a holds 1 + 3 GPUs, b 1 + 1, c has 1 free: b's two pods cannot both move (a is full), a's neither.
     r = World(_fragmented(owned=True, room_elsewhere=False)).cycle()
     assert r.evictions == []
+
+
+def test_a_gang_with_one_bare_running_pod_is_not_moved() -> None:
+    objs = _fragmented(owned=True)
+    for o in objs:  # w3 and w4 (on b, the youngest) are one gang; w4 has no controller
+        if o.get("kind") == "Pod" and o["metadata"]["name"] in ("w3", "w4"):
+            o["metadata"]["labels"]["drasched.io/pod-group"] = "pair"
+            if o["metadata"]["name"] == "w4":
+                del o["metadata"]["ownerReferences"]
+    objs.append(podgroup("pair", 2, queue="q"))
+    r = World(objs).cycle()
+    assert "w4" not in {e.victim.name for e in r.evictions}  # evicting it would end it, not move it
+    assert "w3" not in {e.victim.name for e in r.evictions}  # nor its gang mate: gangs move whole
+
+
+def test_a_bare_pod_adopted_by_a_controller_can_move_in_the_next_cycle() -> None:
+    # The gang's movability is kept with the group: a change to one pod must reach it.
+    w = World(_fragmented(owned=False))
+    assert w.cycle().evictions == []
+    for name in ("w3", "w4"):
+        p = w.store.get(kinds.POD, name, "default")
+        p["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "job",
+                                             "uid": "uid-job", "controller": True}]
+        w.store.update(p)
+    r = w.cycle()
+    assert sorted(e.victim.name for e in r.evictions) == ["w3", "w4"]
+    assert [(p.name, n) for p, n in r.nominations] == [("big", "b")]
