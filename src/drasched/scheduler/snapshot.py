@@ -398,8 +398,9 @@ class SnapshotBuilder:
         pgs = cache.objects(kinds.POD_GROUP)
         templates = cache.objects(kinds.RESOURCE_CLAIM_TEMPLATE)
         usages: list[tuple[str, PodUsage]] = []
-        for gkey in w.members:
-            self._rebuild_group(w, gkey, pgs, templates, usages)
+        for gkey, keys in w.members.items():
+            if len(keys) != 1 or not self._lone_group(w, gkey, keys, usages):
+                self._rebuild_group(w, gkey, pgs, templates, usages)
         assert w.ledger is not None
         w.ledger.fill(usages, _ClaimDemand(w.claims))
         return w
@@ -463,6 +464,24 @@ class SnapshotBuilder:
             members.add(key)
             if groups is not None:
                 groups.add(gkey)
+
+    def _lone_group(self, w: World, gkey: str, keys: set[str], usages: list[tuple[str, PodUsage]]) -> bool:
+        """What :meth:`_rebuild_group` does in a full build for the implicit group of one pod
+        without claims (most pods of a large cluster: one per bound pod without a PodGroup),
+        without its general bookkeeping; False for any other group."""
+        (key,) = keys
+        p = w.pods[key]
+        if p.group_label is not None or p.claim_entries:
+            return False
+        g = lone_pod_group(gkey, p, w.assumed, w.tree.queues)
+        w.groups[gkey] = g
+        if g.pending:
+            w.pending.add(gkey)
+        if g.queue in w.tree.queues:
+            usage = pod_usage(p, g, w.assumed, [], self._pod_demand)
+            if usage is not None:
+                usages.append((key, usage))
+        return True
 
     def _rebuild_group(self, w: World, gkey: str, pgs: Mapping[str, Obj], templates: Mapping[str, Obj],
                        usages: list[tuple[str, PodUsage]] | None = None) -> None:
