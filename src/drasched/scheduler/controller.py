@@ -40,6 +40,9 @@ REFUSED_BACKOFF = timedelta(minutes=1)
 WRITE_RETRY_SECONDS = 1.0
 """After a cycle whose writes failed, the next cycle runs this soon even if nothing changes."""
 MAX_PARKED_SECONDS = 300
+QUICK_ROUND_INTERVAL = 0.01
+"""Serve's rest between two scheduler rounds while at most ``QUICK_ROUND_PODS`` pods wait."""
+QUICK_ROUND_PODS = 32
 """A gang that failed is tried again after this long even if nothing freed anything (upstream:
 ``podMaxInUnschedulablePodsDuration``, 5 minutes)."""
 GANG_BACKOFF_INITIAL = 1.0
@@ -155,6 +158,8 @@ class SchedulerController:
         self._config_rv: str | None = None
         self.last: CycleResult | None = None
         self.cycles = 0
+        self.waiting_pods = 0
+        """Pods the last cycle looked at to place (see :meth:`round_interval`)."""
         self._group_messages: dict[str, str] = {}
         self._mismatch_noted: set[str] = set()
         self._wake: datetime | None = None
@@ -197,6 +202,7 @@ class SchedulerController:
             self._parked.clear()  # a minRuntime or a backoff ended: victims or room may be there now
             self._parked_wake = None
         snap = self._without_parked(snap, now)
+        self.waiting_pods = sum(len(g.pending) for g in snap.pending_groups)
         if self._cycle_due is not None:
             ctx.wake_at(self._cycle_due)
         self._refused = {uid: until for uid, until in self._refused.items() if until > now}
@@ -222,6 +228,13 @@ class SchedulerController:
                 # A parked gang is not tried, so it notes no wake-up of its own: keep the one it was parked with.
                 self._parked_wake = min(result.wake_at, self._parked_wake or result.wake_at)
         return wrote
+
+    def round_interval(self, burst: float) -> float:
+        """The shortest rest between two rounds in serve: short while few pods wait, so each is
+        placed as soon as it can be; ``burst`` while many do, so that the rest of a burst
+        arrives while one cycle runs and joins the next (a cycle each for a few pods costs
+        its fixed part again and again: fewer pods a second, measured in BENCHMARKS.md)."""
+        return QUICK_ROUND_INTERVAL if self.waiting_pods <= QUICK_ROUND_PODS else burst
 
     def _retry_soon(self, ctx: ControllerContext, now: datetime) -> None:
         retry = now + timedelta(seconds=WRITE_RETRY_SECONDS)

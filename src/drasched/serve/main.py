@@ -315,7 +315,7 @@ def _run_threaded(
             if not leading.is_set():
                 leading.wait(period)
                 continue
-            pace = max(min_interval, BUSY_FACTOR * cpu) - (time.perf_counter() - started)
+            pace = max(_round_interval(lane, min_interval), BUSY_FACTOR * cpu) - (time.perf_counter() - started)
             if pace > 0:
                 done.wait(pace)
             seen = informers.version
@@ -394,6 +394,17 @@ IO_ROUND_INTERVAL = 0.005
 controller's two halves, the taint eviction): their rounds hand round trips to workers or wait on them, cost
 little CPU, and a pod waits for each (``min_round_interval`` is the scheduler lane's, where a
 longer rest turns a burst into one cycle)."""
+
+
+def _round_interval(lane: Sequence[Controller], longest: float) -> float:
+    """The lane's rest between rounds: ``longest``, or less where a controller asks for less
+    (the scheduler, while few pods wait: ``SchedulerController.round_interval``)."""
+    rest = longest
+    for c in lane:
+        ask = getattr(c, "round_interval", None)
+        if callable(ask):
+            rest = min(rest, float(ask(longest)))
+    return rest
 
 
 def _lane_watches(lane: Sequence[Controller]) -> tuple[ResourceType, ...] | None:
