@@ -22,22 +22,22 @@ drasched's CRDs answer 422 Invalid in the CRD schema validator's words
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
 from drasched.api import kinds
+from drasched.api.decode_fast import FAST_DEPTH, is_time, quantity_problem, well_typed
 from drasched.api.errors import ApiError, BadRequest, Cause, invalid
 from drasched.api.kinds import ResourceType
-from drasched.api.meta import parse_time
 from drasched.api.shapes import Shape, shape_for
-from drasched.quantity import Quantity, QuantityError
 
 Obj = dict[str, Any]
 
 MAX_DEPTH = 100
 """Deepest nesting of objects and arrays accepted; far beyond any real object, well within
 what Python's recursive copy and serialisation handle."""
+
+assert FAST_DEPTH < MAX_DEPTH  # the fast path leaves every nesting error to the walk
 
 MAX_ERRORS = 10
 """Report at most this many type errors for one object."""
@@ -117,26 +117,6 @@ def _key(key: Any) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=4096)
-def _is_time(text: str) -> bool:
-    """Whether ``text`` parses as the ``metav1.Time`` drasched reads back (``parse_time``)."""
-    try:
-        parse_time(text)
-    except ValueError:
-        return False
-    return True
-
-
-@functools.lru_cache(maxsize=4096)
-def _quantity_problem(text: str) -> str | None:
-    """Why ``text`` is not a quantity (``resource.ParseQuantity`` runs while decoding), or None."""
-    try:
-        Quantity.parse(text)
-    except QuantityError as exc:
-        return str(exc)
-    return None
-
-
 Trail = tuple[Any, Any] | None
 """A field's place as (parent's trail, key or index): the path text is built only for errors."""
 
@@ -167,8 +147,8 @@ def _settled(child: Any, shape: Shape) -> bool:
     t = type(child)
     st = shape.type
     if t is str:
-        return st in _STRING_LEAF or (st == "time" and (not child or _is_time(child))) or (
-            st == "quantity" and _quantity_problem(child) is None)
+        return st in _STRING_LEAF or (st == "time" and (not child or is_time(child))) or (
+            st == "quantity" and quantity_problem(child) is None)
     if t is int:
         if st == "integer":
             half = 1 << (shape.bits - 1)
@@ -203,12 +183,12 @@ def type_errors(obj: Obj, shape: Shape) -> list[tuple[str, str, Any]]:
                     container[slot] = int(value)  # a whole-number float: JSON's 1.0 is 1
                 continue
             if sh.type == "time":
-                if value and not _is_time(value):
+                if value and not is_time(value):
                     errors.append((_path(trail), "a time in RFC 3339 (2006-01-02T15:04:05Z)", value))
                 continue
             if sh.type == "quantity":
                 if isinstance(value, str):
-                    problem = _quantity_problem(value)
+                    problem = quantity_problem(value)
                     if problem:
                         errors.append((_path(trail), f"a quantity ({problem})", value))
                 continue
@@ -275,6 +255,8 @@ def decode_object(obj: Obj, rt: ResourceType | None = None) -> ResourceType:
 
 def decode_as(obj: Obj, shape: Shape, *, kind: str, group: str, version: str) -> None:
     """:func:`decode_object` for a kind given by hand (one drasched only reads, never serves)."""
+    if well_typed(obj, shape):  # the common case: nothing to refuse or normalise (decode_fast.py)
+        return
     errors = type_errors(obj, shape)
     if not errors:
         return

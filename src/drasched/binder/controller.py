@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from drasched.api import kinds
-from drasched.api.errors import Gone, NotFound
+from drasched.api.errors import Gone
 from drasched.binder.binder import SUCCEEDED, TERMINAL, Backoff, Binder, BindOutcome
 from drasched.control import ControllerContext
 from drasched.store.informer import KindFeed
@@ -52,6 +52,10 @@ class BinderController:
         self._store: object | None = None
         self._rv: str | None = None
         self._pending: set[_Key] = set()
+        self._latest: dict[_Key, dict[str, Any]] = {}
+        """Embedded: each pending request as the store's watch (or list) last showed it, which
+        is the stored version (the binder writes a request's status once a round, after
+        reading it). Shared with the store's other watchers: read, never changed."""
         self._feed: KindFeed | None = None
         self._cursor: int | None = None
         self._cached: dict[_Key, dict[str, Any]] = {}
@@ -72,7 +76,7 @@ class BinderController:
             self._binder = Binder(ctx.cached_reads(CACHED_READS), recorder=ctx, decisions=ctx,
                                   max_attempts=self.max_attempts, backoff=self.backoff, name=self.name,
                                   record_success=self.record_success)
-            self._store, self._rv, self._pending = ctx.store, None, set()
+            self._store, self._rv, self._pending, self._latest = ctx.store, None, set(), {}
             self._feed = informers.feed(kinds.BIND_REQUEST) if informers is not None else None
             self._cursor, self._cached, self._done = None, {}, {}
         return self._binder
@@ -96,18 +100,21 @@ class BinderController:
                     if ev.type == "DELETED" or (ev.object.get("status") or {}).get("phase") in TERMINAL \
                             or self._finished(key, ev.object):
                         self._pending.discard(key)
+                        self._latest.pop(key, None)
                     else:
                         self._pending.add(key)
+                        self._latest[key] = ev.object
                 return
             except Gone:
                 pass
         listed = store.list(kinds.BIND_REQUEST)
-        self._pending = {
-            (b["metadata"]["namespace"], b["metadata"]["name"])
+        self._latest = {
+            (b["metadata"]["namespace"], b["metadata"]["name"]): b
             for b in listed.items
             if (b.get("status") or {}).get("phase") not in TERMINAL and not self._finished(
                 (b["metadata"]["namespace"], b["metadata"]["name"]), b)
         }
+        self._pending = set(self._latest)
         self._rv = listed.resource_version
 
     def _sync_feed(self, feed: KindFeed) -> None:
@@ -141,9 +148,8 @@ class BinderController:
             return self._reconcile_parallel(ctx, binder)
         progressed = False
         for ns, name in sorted(self._pending):
-            try:
-                br = ctx.store.get(kinds.BIND_REQUEST, name, ns)
-            except NotFound:
+            br = self._latest.get((ns, name))
+            if br is None:
                 continue
             out = binder.process(br, ctx.now())
             if out is None:
@@ -152,6 +158,7 @@ class BinderController:
             if out.phase == SUCCEEDED and not self.record_success:  # no status write will say so
                 self._finish((ns, name), br["metadata"].get("resourceVersion"))
                 self._pending.discard((ns, name))
+                self._latest.pop((ns, name), None)
             if out.retry_at is not None:
                 ctx.wake_at(out.retry_at)
         return progressed

@@ -52,6 +52,7 @@ class SimContext:
     decisions: list[Decision] = field(default_factory=list)
     _wakeups: list[datetime] = field(default_factory=list)
     _event_seq: int = 0
+    _time_cache: tuple[datetime | None, str] = (None, "")
 
     @property
     def informers(self) -> SharedInformers | None:
@@ -73,15 +74,23 @@ class SimContext:
             heapq.heappop(self._wakeups)
         return self._wakeups[0] if self._wakeups else None
 
+    def _now_text(self) -> str:
+        """The clock's time as metav1.Time text, formatted once per instant: every decision
+        and Event is stamped, and the virtual clock stands still for a whole burst."""
+        now = self.clock.now()
+        if now != self._time_cache[0]:
+            self._time_cache = (now, format_time(now))
+        return self._time_cache[1]
+
     def decide(self, controller: str, action: str, obj: Obj | str, message: str) -> None:
         ref = obj if isinstance(obj, str) else _ref(obj)
-        self.decisions.append(Decision(format_time(self.now()), controller, action, ref, message))
+        self.decisions.append(Decision(self._now_text(), controller, action, ref, message))
 
     def event(self, obj: Obj, event_type: str, reason: str, message: str, component: str = "drasched") -> None:
         """Record a core/v1 Event about ``obj``, as a real controller would."""
         md = obj.get("metadata") or {}
         self._event_seq += 1
-        ts = format_time(self.now())
+        ts = self._now_text()
         namespace = md.get("namespace") or "default"
         self.store.create({
             "apiVersion": "v1",

@@ -472,7 +472,7 @@ class MemoryStore:
         status = new.setdefault("status", {})
         conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
         conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                      "lastTransitionTime": format_time(self._clock())})
+                      "lastTransitionTime": self._now_text()})
         status["conditions"] = conds
         new["metadata"]["resourceVersion"] = self._next_rv()
         self._put(self._key(kinds.POD, pod_name, namespace), new)
