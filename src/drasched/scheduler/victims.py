@@ -148,8 +148,8 @@ class VictimIndex:
         """Group key -> whether the gang may be evicted (protections checked)."""
         self._node_victims: dict[int, list[VictimGang]] = {}
         self._all: list[VictimGang] | None = None
-        self._kinds: dict[tuple[str, int], list[GroupInfo]] | None = None
-        """Gangs whose queue exists, by queue and priority (what :meth:`any_victim` asks about)."""
+        self._kinds: dict[tuple[str, int, bool], list[GroupInfo]] | None = None
+        """Gangs whose queue exists, by queue, priority and movability (what :meth:`any_victim` asks about)."""
         snap = session.snap
         timed = {q for q in snap.queues.queues if effective_min_runtime(session, q) is not None}
         if timed:
@@ -278,24 +278,19 @@ class VictimIndex:
     def any_victim(self, candidate: Callable[[VictimGang], bool]) -> bool:
         """Whether some gang is a victim ``candidate`` admits. ``candidate`` reads a gang's
         queue, priority and movability alone (``search.Rule``), so it is asked about a stand-in
-        per kind of gang, and protections are checked only for gangs it admits."""
+        per kind of gang (those three), and protections are checked only for gangs it admits:
+        a rule that moves only movable gangs reads none of a cluster of bare pods."""
         if self._kinds is None:
             self._kinds = {}
             queues = self.session.snap.queues
             for g in self.session.snap.groups.values():
                 if g.queue in queues:
-                    self._kinds.setdefault((g.queue, g.priority), []).append(g)
-        for same in self._kinds.values():
-            verdict = {}
-            for movable in (True, False):
-                stand_in = VictimGang(same[0], self, [])
-                stand_in._movable = movable
-                verdict[movable] = candidate(stand_in)
-            if not (verdict[True] or verdict[False]):
-                continue
-            for g in same:
-                if (verdict[True] == verdict[False] or verdict[g.movable]) and self.victim(g) is not None:
-                    return True
+                    self._kinds.setdefault((g.queue, g.priority, g.movable), []).append(g)
+        for (_, _, movable), same in self._kinds.items():
+            stand_in = VictimGang(same[0], self, [])
+            stand_in._movable = movable
+            if candidate(stand_in) and any(self.victim(g) is not None for g in same):
+                return True
         return False
 
     @property
