@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from drasched.scheduler.queues import QueueTree
 
@@ -102,6 +102,36 @@ class PodUsage(NamedTuple):
     claims: tuple[str, ...]
 
 
+_EXACT = 2.0 ** 53
+"""A float holds every whole number below this."""
+
+
+def exact_sums(counted: Iterable[tuple[Mapping[str, float], int]]) -> bool:
+    """Whether adding up ``n`` times each of these amounts, in any order and grouping, is exact:
+    all whole numbers, and their total size below 2**53 (every partial sum is then a whole
+    number a float holds). Then adding an amount once times ``n`` equals adding it ``n`` times."""
+    total = 0.0
+    for amounts, n in counted:
+        for v in amounts.values():
+            if not v.is_integer():
+                return False
+            total += abs(v) * n
+    return total < _EXACT
+
+
+def _sum_into(own: dict[str, dict[str, dict[str, float]]], usage: PodUsage, times: int) -> None:
+    """Add ``times`` pods of ``usage`` to ``own`` (queue -> kind -> demand)."""
+    of_queue = own.get(usage.queue)
+    if of_queue is None:
+        of_queue = own[usage.queue] = {}
+    for kind in usage.kinds:
+        acc = of_queue.get(kind)
+        if acc is None:
+            acc = of_queue[kind] = {}
+        for d, v in usage.demand.items():
+            acc[d] = acc.get(d, 0.0) + v * times
+
+
 class UsageLedger:
     """Queue usage kept pod by pod: :meth:`set_pod` replaces what a pod adds (``None``: nothing).
 
@@ -142,21 +172,28 @@ class UsageLedger:
         """What :meth:`set_pod` of each of ``pods`` would give an empty ledger, with each
         queue's sums added once (a full build of a large cluster: one pass, not one per pod)."""
         assert not self._pods, "fill starts from an empty ledger"
-        own: dict[str, dict[str, dict[str, float]]] = {}
-        """Queue -> kind -> the demand of its pods."""
+        pods = list(pods)
+        same: dict[tuple[str, tuple[str, ...], int], list[Any]] = {}
+        """(queue, kinds, id() of the demand) -> [a pod's usage with it, how many pods]: pods of
+        one template share their demand dict."""
         for key, new in pods:
             self._pods[key] = new
-            of_queue = own.get(new.queue)
-            if of_queue is None:
-                of_queue = own[new.queue] = {}
+            hit = same.get((new.queue, new.kinds, id(new.demand)))
+            if hit is None:
+                same[(new.queue, new.kinds, id(new.demand))] = [new, 1]
+            else:
+                hit[1] += 1
             for kind in new.kinds:
-                acc = of_queue.get(kind)
-                if acc is None:
-                    acc = of_queue[kind] = {}
-                for d, v in new.demand.items():
-                    acc[d] = acc.get(d, 0.0) + v
                 for c in new.claims:
                     self._ref(kind, new.queue, c, claim_demand.get(c, {}))
+        own: dict[str, dict[str, dict[str, float]]] = {}
+        """Queue -> kind -> the demand of its pods."""
+        if exact_sums((new.demand, n) for new, n in same.values()):
+            for new, n in same.values():  # whole numbers: the sums are exact, as pod by pod
+                _sum_into(own, new, n)
+        else:
+            for _, new in pods:
+                _sum_into(own, new, 1)
         for queue, kinds in own.items():
             for kind, demand in kinds.items():
                 self.usage.add(kind, queue, demand)

@@ -23,7 +23,7 @@ from drasched.scheduler.groups import GroupInfo
 from drasched.scheduler.podinfo import NodeInfo, PodInfo
 from drasched.scheduler.queues import QueueTree
 from drasched.scheduler.resources import ResourceIndex
-from drasched.scheduler.usage import ALLOCATED, REQUESTED, PodUsage, UsageLedger
+from drasched.scheduler.usage import ALLOCATED, REQUESTED, PodUsage, UsageLedger, exact_sums
 from drasched.store.multiindex import MultiIndex
 
 Obj = dict[str, Any]
@@ -101,11 +101,14 @@ def counted_node(pod: PodInfo, assumed: Mapping[str, str], node_pos: Mapping[str
     return node_pos.get(node)
 
 
-def add_pod_rows(w: World, pod: PodInfo, j: int, used: list[float], releasing: list[float]) -> None:
+def add_pod_rows(w: World, pod: PodInfo, j: int, used: list[float], releasing: list[float],
+                 times: int = 1, deleting: int | None = None) -> None:
     """Add the pod's container requests to node column ``j``'s rows ``used`` (and ``releasing``
-    if it is being deleted); rows DRA serves there are left to its claims' devices: KEP-5004."""
+    if it is being deleted); rows DRA serves there are left to its claims' devices: KEP-5004.
+    With ``times``: that many pods with these requests, ``deleting`` of them being deleted."""
     pos = w.index.pos
     rows = w.request_rows
+    gone = (times if pod.deleting else 0) if deleting is None else deleting
     for r, v in pod.requests.items():
         try:
             name = rows[(r, j)]
@@ -113,18 +116,38 @@ def add_pod_rows(w: World, pod: PodInfo, j: int, used: list[float], releasing: l
             name = rows[(r, j)] = request_row(r, w.nodes[j], w.accounting)
         if name is None:
             continue
-        used[pos[name]] += v
-        if pod.deleting:
-            releasing[pos[name]] += v
+        used[pos[name]] += v * times
+        if gone:
+            releasing[pos[name]] += v * gone
 
 
 def recount_node(w: World, j: int) -> None:
     """Node column ``j`` of the pod rows, summed again from its pods (no drift from adding and
-    subtracting the same floats over many cycles); summed in plain floats, then set at once."""
+    subtracting the same floats over many cycles); summed in plain floats, then set at once.
+
+    Pods that share their requests (one template) are added once, times their number, when
+    every request is a whole number (the sum is then exact, so the same as pod by pod);
+    otherwise pod by pod in key order, so that every build sums the same floats the same way."""
     used = [0.0] * len(w.index)
     releasing = [0.0] * len(w.index)
-    for key in sorted(w.on_node.get(j, ())):
-        add_pod_rows(w, w.pods[key], j, used, releasing)
+    keys = w.on_node.get(j, ())
+    pods = w.pods
+    same: dict[int, list[Any]] = {}
+    """id() of a requests dict -> [a pod with it, pods with it, of them being deleted]."""
+    for key in keys:
+        p = pods[key]
+        hit = same.get(id(p.requests))
+        if hit is None:
+            same[id(p.requests)] = [p, 1, 1 if p.deleting else 0]
+        else:
+            hit[1] += 1
+            hit[2] += 1 if p.deleting else 0
+    if exact_sums((hit[0].requests, hit[1]) for hit in same.values()):
+        for p, n, gone in same.values():
+            add_pod_rows(w, p, j, used, releasing, n, gone)
+    else:
+        for key in sorted(keys):
+            add_pod_rows(w, pods[key], j, used, releasing)
     w.pod_used[:, j] = used
     w.pod_releasing[:, j] = releasing
 

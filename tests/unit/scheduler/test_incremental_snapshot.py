@@ -318,6 +318,45 @@ def test_a_cycle_changes_a_copy_of_the_usage_never_the_ledger() -> None:
     assert mine.claims[REQUESTED]["q"] == {"c1", "c2"}
 
 
+def _fill_and_set(usages: list[tuple[str, PodUsage]]) -> tuple[dict[str, float], dict[str, float]]:
+    """The parent queue's allocated usage after one fill, and after set_pod pod by pod."""
+    filled, one_by_one = UsageLedger(_tree()), UsageLedger(_tree())
+    filled.fill(usages, {})
+    for key, u in usages:
+        one_by_one.set_pod(key, u, {})
+    return filled.usage.of(ALLOCATED, "parent"), one_by_one.usage.of(ALLOCATED, "parent")
+
+
+def test_a_full_build_sums_pods_of_one_template_exactly_as_pod_by_pod() -> None:
+    shared = {"cpu": 100.0, "memory": 32.0 * 2**30}  # one template's demand dict, as the builder shares it
+    filled, one_by_one = _fill_and_set([(f"ns/p{i}", PodUsage("q", (REQUESTED, ALLOCATED), shared, ()))
+                                        for i in range(1000)])
+    assert filled == one_by_one == {"cpu": 100_000.0, "memory": 1000 * 32.0 * 2**30}
+
+
+def test_fractions_are_summed_pod_by_pod_so_every_build_gets_the_same_floats() -> None:
+    # Ten tenths of a GPU add up to 0.9999999999999999, ten times a tenth to 1.0: a build that
+    # took the shortcut would see a whole GPU used where adding pod by pod sees a sliver free.
+    tenth = {"gpu": 0.1}
+    filled, one_by_one = _fill_and_set([(f"ns/p{i}", PodUsage("q", (ALLOCATED,), tenth, ())) for i in range(10)])
+    assert filled == one_by_one == {"gpu": sum([0.1] * 10)} and filled["gpu"] != 1.0
+
+
+def test_node_rows_of_pods_sharing_fractional_requests_are_the_same_in_place_and_from_scratch() -> None:
+    pods = [pod(f"f{i}", queue="q", gpu=1) for i in range(10)]
+    for p in pods:
+        p["metadata"]["annotations"] = {"drasched.io/gpu-fraction": "0.1"}
+    w = World([node("a", gpu=1), queue("q"), *pods])
+    for i in range(10):
+        _bind(w, f"f{i}", "a")
+    w.snapshot()
+    _bind(w, "f3", "a", phase="Succeeded")  # one finishes: its node column is summed again in place
+    snap = w.snapshot()
+    fresh = SnapshotBuilder(w.config).build(w.cache)
+    gpu = snap.index.pos["nvidia.com/gpu"]
+    assert snap.used[gpu, 0] == fresh.used[gpu, 0] == sum([0.1] * 9)
+
+
 def test_groups_are_built_from_their_members_alone() -> None:
     w = World([node("a"), queue("q"), pod("x", queue="q", group="g"), pod("y", queue="other", group="g"),
                podgroup("g", 2, queue="q")])
