@@ -209,14 +209,18 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKe
         requests = {PODS: 1.0}
         error = f"pod has a malformed resource request: {exc}"
     fraction = None
-    try:
-        fraction = gpu_fraction(obj, requests)
-    except FractionError as exc:
-        error = error or str(exc)
+    if md.get("annotations"):  # (the fraction is an annotation: most pods have none)
+        try:
+            fraction = gpu_fraction(obj, requests)
+        except FractionError as exc:
+            error = error or str(exc)
     if fraction is not None:
         requests = {**requests, GPU: float(fraction)}
-    group, group_error = joined_group(md, spec)
-    error = error or group_error
+    if md.get("annotations") or spec.get("schedulingGroup"):
+        group, group_error = joined_group(md, spec)
+        error = error or group_error
+    else:  # joined_group's answer for a pod that can name its group only by its label
+        group = labels.get(POD_GROUP_LABEL) or None
     priority = spec.get("priority")
     if priority is None:
         priority = priority_of_class.get(spec.get("priorityClassName") or "", 0)
@@ -235,7 +239,7 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKe
         bool(md.get("deletionTimestamp")),  # deleting
         str(spec.get("schedulerName") or "default-scheduler"),  # scheduler_name
         bool(spec.get("schedulingGates")),  # gated
-        queue_label(labels),  # queue_label
+        queue_label(labels) if labels else None,  # queue_label
         group,  # group_label
         claim_entries(spec) if spec.get("resourceClaims") else (),  # claim_entries (most pods have none)
         fraction,  # gpu_fraction
