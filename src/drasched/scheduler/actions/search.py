@@ -109,17 +109,24 @@ def needed_tasks(session: Session, g: GroupInfo) -> list[PodInfo] | None:
     snap = session.snap
     tasks = [t for t in g.pending
              if not t.error and not any(c.waiting for c in snap.pod_claims.get(t.key, ()))][:need]
-    if len(tasks) < need or any(_never_preempts(session, g, t) for t in tasks):
+    if len(tasks) < need or _never_preempts(session, g, tasks):
         return None
     return tasks
 
 
-def _never_preempts(session: Session, g: GroupInfo, t: PodInfo) -> bool:
-    """Upstream's ``preemptionPolicy: Never``: such pods wait rather than evict anyone."""
-    if (t.obj.get("spec") or {}).get("preemptionPolicy") == "Never":
-        return True
-    pclass = str(((g.obj or {}).get("spec") or {}).get("priorityClassName") or "")
-    return (session.snap.priority_classes.get(pclass) or {}).get("preemptionPolicy") == "Never"
+def _never_preempts(session: Session, g: GroupInfo, tasks: list[PodInfo]) -> bool:
+    """Upstream's ``preemptionPolicy: Never`` on a pod or its gang's PriorityClass: such pods
+    wait rather than evict anyone (the class read once per gang: this runs for every pending
+    gang in each disruptive action)."""
+    pcs = session.snap.priority_classes
+    if pcs and g.obj is not None:
+        pclass = str((g.obj.get("spec") or {}).get("priorityClassName") or "")
+        if (pcs.get(pclass) or {}).get("preemptionPolicy") == "Never":
+            return True
+    for t in tasks:  # noqa: SIM110 - a loop, not any(generator): asked of every pending gang
+        if (t.obj.get("spec") or {}).get("preemptionPolicy") == "Never":
+            return True
+    return False
 
 
 def gang_demand(session: Session, g: GroupInfo, tasks: list[PodInfo]) -> dict[str, float]:
