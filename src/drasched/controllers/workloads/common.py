@@ -163,9 +163,13 @@ class WorkloadBase:
     def reconcile(self, ctx: ControllerContext) -> bool:
         first = self._attach(ctx)
         self.ctx = ctx
-        changed = any([inf.sync() for inf in self._informers.values()])
-        if len(self.informer(self.kind)) == 0:
-            return False  # none of this kind: nothing to do whatever else changed
+        own = self.informer(self.kind)
+        changed = own.sync()
+        if len(own) == 0:
+            # none of this kind: nothing to do whatever else changed, so the other informers
+            # are not drained (every pod event, a dozen times over); they catch up when one comes
+            return False
+        changed = any([inf.sync() for inf in self._informers.values() if inf is not own]) or changed
         now = ctx.now()
         due = any(when <= format_time(now) for when in self._timers.values())
         if not (first or changed or due):
