@@ -28,6 +28,7 @@ from drasched.scheduler.cycle import CycleResult, run_cycle
 from drasched.scheduler.eviction import EVENT_REASONS
 from drasched.scheduler.foreign_writes import is_translated, report_problems, source_of, write_upstream_condition
 from drasched.scheduler.groups import GroupInfo
+from drasched.scheduler.podinfo import PodInfo
 from drasched.scheduler.snapshot import Snapshot, SnapshotBuilder
 
 Obj = dict[str, Any]
@@ -75,14 +76,39 @@ def config_from_config_map(cm: Obj, base: SchedulerConfig, any_module: bool = Tr
     return config_from_yaml(text, base, where=where, modules=modules)
 
 
-def gang_signature(g: GroupInfo) -> tuple[Any, ...]:
+def pod_signature(p: PodInfo) -> tuple[Any, ...]:
+    """A waiting pod's part of :func:`gang_signature`."""
+    status = p.obj.get("status") or {}
+    return (p.key, p.uid, p.eq_key, p.static_key, p.priority, p.phase, p.deleting, p.gated, p.node_name,
+            status.get("resourceClaimStatuses"), status.get("nominatedNodeName"))
+
+
+def gang_signature(g: GroupInfo, pod_part: Callable[[PodInfo], tuple[Any, ...]] = pod_signature) -> tuple[Any, ...]:
     """What a cycle reads of a gang and its waiting pods, apart from the condition the scheduler
     writes on them: when it changes, the gang may fit now."""
     pg = ((g.obj or {}).get("metadata") or {}).get("resourceVersion")
-    pods = tuple((p.key, p.uid, p.eq_key, p.static_key, p.priority, p.phase, p.deleting, p.gated, p.node_name,
-                  (p.obj.get("status") or {}).get("resourceClaimStatuses"),
-                  (p.obj.get("status") or {}).get("nominatedNodeName")) for p in g.pending)
-    return (pg, g.min_member, g.placed, g.blocked, g.queue, g.priority, len(g.pods), pods)
+    return (pg, g.min_member, g.placed, g.blocked, g.queue, g.priority, len(g.pods), tuple(map(pod_part, g.pending)))
+
+
+class PodSignatures:
+    """:func:`pod_signature` of each waiting pod, kept while the snapshot holds the same PodInfo
+    (one per version of the pod): in a burst hundreds of gangs wait, parked, for their claims,
+    and every cycle asks whether each changed."""
+
+    def __init__(self) -> None:
+        self._kept: dict[int, tuple[PodInfo, tuple[Any, ...]]] = {}
+        self._used: dict[int, tuple[PodInfo, tuple[Any, ...]]] = {}
+
+    def __call__(self, p: PodInfo) -> tuple[Any, ...]:
+        hit = self._kept.get(id(p))
+        if hit is None or hit[0] is not p:  # the entry keeps its PodInfo alive: an id is not reused
+            hit = (p, pod_signature(p))
+        self._used[id(p)] = hit
+        return hit[1]
+
+    def sweep(self) -> None:
+        """Forget the pods not asked about since the last sweep."""
+        self._kept, self._used = self._used, {}
 
 
 def missing_claims(g: GroupInfo, claims: Mapping[str, Any]) -> frozenset[str]:
@@ -170,6 +196,7 @@ class SchedulerController:
         self._parked: dict[str, tuple[tuple[Any, ...], int, datetime, datetime]] = {}
         """Gang key -> (the gang as it failed, the builder's ``freed`` then, when to try it anyway,
         until when it backs off)."""
+        self._signatures = PodSignatures()
         self._awaiting: dict[str, frozenset[str]] = {}
         """Parked gang key -> the claims its pods waited for to be created: the first of them to
         arrive brings it back (upstream's claim Add event hint), though the pods did not change."""
@@ -249,13 +276,16 @@ class SchedulerController:
         (5 minutes) passes."""
         if not self._parked:
             return snap
-        keep = [g for g in snap.pending_groups if not self._still_parked(g, snap, now)]
-        self._parked = {g.key: self._parked[g.key] for g in snap.pending_groups if g.key in self._parked
-                        and self._still_parked(g, snap, now)}
+        self._signatures.sweep()
+        # Each gang asked once (its signature is a tuple over its waiting pods: in a burst,
+        # hundreds of gangs wait for their claims, and every cycle asks about each).
+        held = [self._still_parked(g, snap, now) for g in snap.pending_groups]
+        keep = [g for g, h in zip(snap.pending_groups, held, strict=True) if not h]
+        self._parked = {g.key: self._parked[g.key] for g, h in zip(snap.pending_groups, held, strict=True) if h}
         self._awaiting = {k: v for k, v in self._awaiting.items() if k in self._parked}
         self._failures = {g.key: self._failures[g.key] for g in snap.pending_groups if g.key in self._failures}
         ends = [hit[3] for g in snap.pending_groups if (hit := self._parked.get(g.key)) is not None
-                and now < hit[3] and (hit[1] != snap.freed or hit[0] != gang_signature(g))]
+                and now < hit[3] and (hit[1] != snap.freed or hit[0] != gang_signature(g, self._signatures))]
         if ends:  # something that may help came while it backs off: look again when the backoff ends
             self._cycle_due = min(ends) if self._cycle_due is None else min(self._cycle_due, min(ends))
         if len(keep) == len(snap.pending_groups):
@@ -271,7 +301,7 @@ class SchedulerController:
         awaited = self._awaiting.get(g.key)
         if awaited and any(k in snap.claims for k in awaited):
             return False  # a claim it waited for is there now
-        return hit[1] == snap.freed and hit[0] == gang_signature(g)
+        return hit[1] == snap.freed and hit[0] == gang_signature(g, self._signatures)
 
     def _park(self, snap: Snapshot, result: CycleResult, now: datetime) -> None:
         until = now + timedelta(seconds=MAX_PARKED_SECONDS)
@@ -280,13 +310,14 @@ class SchedulerController:
             # A pod still waiting for its claims to be created was not really tried (upstream holds
             # such a pod before its queue, in PreEnqueue): its claims' arrival retries it at once.
             if any(" to be created" in messages.get(p.key, "") for p in snap.groups[key].pending):
-                self._parked[key] = (gang_signature(snap.groups[key]), snap.freed, until, now)
+                self._parked[key] = (gang_signature(snap.groups[key], self._signatures), snap.freed, until, now)
                 self._awaiting[key] = missing_claims(snap.groups[key], snap.claims)
                 continue
             self._awaiting.pop(key, None)
             failures = self._failures[key] = self._failures.get(key, 0) + 1
             backoff = min(GANG_BACKOFF_INITIAL * 2 ** (failures - 1), GANG_BACKOFF_MAX) if self.gang_backoff else 0.0
-            self._parked[key] = (gang_signature(snap.groups[key]), snap.freed, until, now + timedelta(seconds=backoff))
+            self._parked[key] = (gang_signature(snap.groups[key], self._signatures), snap.freed, until,
+                                 now + timedelta(seconds=backoff))
 
     def _load_config(self, ctx: ControllerContext) -> None:
         """Apply the ConfigMap's configuration when it changes; a bad one is reported and ignored."""

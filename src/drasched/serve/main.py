@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 import threading
@@ -264,6 +265,13 @@ def run(
 SWITCH_INTERVAL = 0.005
 """The GIL switch interval while controllers run in threads (see ``_run_threaded``)."""
 
+SERVE_GC_THRESHOLDS = (50_000, 20, 10)
+"""The cyclic collector's thresholds while serve runs (the default's first is 700). Watch
+events, decoded JSON trees freed by reference counting, allocate thousands of objects a pod;
+at the default thresholds the collector ran every 700 allocations and walked the whole heap
+(every cached object) every ~70,000: in a burst's profile, a tenth of the scheduler thread's
+samples were such collections, set off when its cycle turned the collector back on."""
+
 BUSY_FACTOR = 2.0
 """After a round that used T seconds of CPU, a controller rests at least this times T."""
 
@@ -292,10 +300,13 @@ def _run_threaded(
     # (BENCHMARKS.md): SWITCH_INTERVAL only caps an interval set higher elsewhere.
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(min(switch_interval, SWITCH_INTERVAL))
+    gc_thresholds = gc.get_threshold()
+    gc.set_threshold(*SERVE_GC_THRESHOLDS)
     informers = SharedInformers(raw_store, watch_timeout=watch_timeout)
     informers.start(SERVE_KINDS)
     if not informers.wait_for_sync(timeout=120.0):
         log.warning("informers did not finish their first list in 120 s; controllers wait for them")
+    gc.freeze()  # the first lists are long-lived: the collector's full passes need not walk them
     # Every write is fenced by leadership; the elector itself renews through the raw store.
     writer: ClusterStore = FencedStore(raw_store, elector) if elector is not None else raw_store
     store = InformedStore(writer, informers)
@@ -384,6 +395,8 @@ def _run_threaded(
             _close(controllers)
             events.close()
         sys.setswitchinterval(switch_interval)
+        gc.set_threshold(*gc_thresholds)
+        gc.unfreeze()
     if lost:
         raise LeadershipLost("leader election lost")
     return loops
