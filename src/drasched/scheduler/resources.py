@@ -23,7 +23,7 @@ Requests = dict[str, float]
 _BINARY = frozenset({MEMORY, "ephemeral-storage"})
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=65536, typed=True)  # typed: True, 1 and 1.0 hash alike but parse differently
 def _units_cached(name: str, raw: str | int | float) -> float:
     q = Quantity.parse(raw)
     return float(q.milli_value() if name == CPU else q.value_int())

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from drasched.quantity import QuantityError
 from drasched.scheduler.podinfo import parse_pod
-from drasched.scheduler.resources import pod_requests
+from drasched.scheduler.resources import pod_requests, to_units
 
 Obj = dict[str, Any]
 
@@ -68,3 +71,11 @@ def test_a_malformed_quantity_is_still_the_pods_error() -> None:
         p = parse_pod("default/a", _pod("a", _res({"cpu": bad})), {})
         assert p.error is not None and "malformed resource request" in p.error, bad
         assert p.requests == {"pods": 1.0}
+
+
+def test_a_boolean_quantity_is_refused_even_after_the_number_it_hashes_like() -> None:
+    """``True == 1`` and both hash alike: a cache keyed on the value alone answered 1000m for
+    ``cpu: true`` once ``cpu: 1`` had been read; the API server refuses a boolean quantity."""
+    assert to_units("cpu", 1) == 1000.0
+    with pytest.raises(QuantityError):
+        to_units("cpu", True)
