@@ -203,9 +203,12 @@ def _map(item: Shape) -> Check:
 
 
 def _object(fields: dict[str, Shape]) -> Check:
-    known = {name: _child(shape) for name, shape in fields.items()}
-    unknown = _child(_ANY_SHAPE)
-    lookup = known.get
+    # fields a string settles as it is (an unknown field takes any string too), and fields
+    # whose null Go drops (an unknown field keeps it)
+    strings = frozenset(name for name, shape in fields.items() if shape.type in _STRING_LEAF)
+    dropped = frozenset(name for name, shape in fields.items() if not shape.nullable)
+    checks = {name: checker(shape) for name, shape in fields.items()}
+    lookup = checks.get
 
     def check(value: Any, depth: int) -> bool:
         if type(value) is not dict or depth >= FAST_DEPTH:
@@ -214,11 +217,16 @@ def _object(fields: dict[str, Shape]) -> Check:
         for key, child in value.items():
             if type(key) is not str:
                 return False
-            strings, nullable, check_child = lookup(key, unknown)
-            if child is None:
-                if not nullable:
+            if type(child) is str:
+                if key in strings:
+                    continue
+                check_child = lookup(key)
+                if check_child is not None and not check_child(child, below):
+                    return False
+            elif child is None:
+                if key in dropped:
                     return False  # dropped, as Go decodes it to the zero value the server omits
-            elif not (strings and type(child) is str) and not check_child(child, below):
+            elif not lookup(key, _any)(child, below):
                 return False
         return True
 
