@@ -41,11 +41,11 @@ REFUSED_BACKOFF = timedelta(minutes=1)
 WRITE_RETRY_SECONDS = 1.0
 """After a cycle whose writes failed, the next cycle runs this soon even if nothing changes."""
 MAX_PARKED_SECONDS = 300
+"""A gang that failed is tried again after this long even if nothing freed anything (upstream:
+``podMaxInUnschedulablePodsDuration``, 5 minutes)."""
 QUICK_ROUND_INTERVAL = 0.01
 """Serve's rest between two scheduler rounds while at most ``QUICK_ROUND_PODS`` pods wait."""
 QUICK_ROUND_PODS = 32
-"""A gang that failed is tried again after this long even if nothing freed anything (upstream:
-``podMaxInUnschedulablePodsDuration``, 5 minutes)."""
 GANG_BACKOFF_INITIAL = 1.0
 GANG_BACKOFF_MAX = 10.0
 """With ``gang_backoff`` (serve), a gang that failed n times in a row is not tried again for
