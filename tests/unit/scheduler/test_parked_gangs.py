@@ -153,15 +153,21 @@ def test_with_backoff_each_failure_doubles_the_wait() -> None:
     assert _tried(sched) == {"big"}
 
 
-def test_with_backoff_a_pod_waiting_for_its_claim_is_tried_as_soon_as_the_claim_is_there() -> None:
-    """Not an attempt: upstream holds a pod whose claims do not exist yet before its queue
-    (PreEnqueue), so their creation does not wait out a backoff."""
+def _gpu_cluster() -> SimContext:
+    """One node and a DeviceClass no slice publishes: a pod with a claim fails, with a reason."""
     clock = VirtualClock()
     ctx = SimContext(MemoryStore(clock=clock.now, auto_namespaces=True), clock)
     ctx.store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
                       "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}})
     ctx.store.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
                       "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}})
+    return ctx
+
+
+def test_with_backoff_a_pod_waiting_for_its_claim_is_tried_as_soon_as_the_claim_is_there() -> None:
+    """Not an attempt: upstream holds a pod whose claims do not exist yet before its queue
+    (PreEnqueue), so their creation does not wait out a backoff."""
+    ctx = _gpu_cluster()
     spec = {"spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}}}
     ctx.store.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
                       "metadata": {"name": "gpu", "namespace": "default"}, "spec": spec})
@@ -186,12 +192,7 @@ def test_a_pod_waiting_for_a_named_claim_is_tried_as_soon_as_the_claim_exists() 
     upstream's dynamicresources PreEnqueue keeps it out of the active queue and the claim's
     Add event (its ``isSchedulableAfterClaimChange`` hint) brings it back at once, not after
     ``podMaxInUnschedulablePodsDuration``. The pod's own object does not change meanwhile."""
-    clock = VirtualClock()
-    ctx = SimContext(MemoryStore(clock=clock.now, auto_namespaces=True), clock)
-    ctx.store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
-                      "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}})
-    ctx.store.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
-                      "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}})
+    ctx = _gpu_cluster()
     pod = _pod("p", "1")
     pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared-gpu"}]
     ctx.store.create(pod)
