@@ -273,6 +273,28 @@ def release_reason(ref: Obj, consumer: Obj | None, *, group_has_live_pods: bool 
     return None
 
 
+def claim_sync_idle(claim: Obj, pod: Callable[[str], Obj | None]) -> bool:
+    """Whether syncing this claim would do nothing, as far as the cache shows: not being
+    deleted, every consumer in ``status.reservedFor`` a pod the cache holds (same uid, not
+    done), and no controller owner or one such pod. ``pod`` looks a pod of the claim's
+    namespace up by name. Then neither :func:`plan_release`, :func:`drops_finalizer` nor
+    :func:`delete_reason` finds anything, and the claim need not be queued for every change
+    (in a burst each new claim changes two or three times); when such a pod goes or finishes,
+    its claims are queued by the pod's own event. Anything else (a PodGroup consumer, a pod
+    the cache lacks) is queued as before."""
+    if _md(claim).get("deletionTimestamp"):
+        return False
+
+    def alive(ref: Obj) -> bool:
+        found = pod(str(ref.get("name", "")))
+        return (found is not None and _md(found).get("uid") == ref.get("uid") and not pod_is_done(found))
+
+    if not all(is_pod_ref(r) and alive(r) for r in reserved_for(claim)):
+        return False
+    owner = controller_owner(claim)
+    return owner is None or (owner.get("apiVersion") == "v1" and owner.get("kind") == "Pod" and alive(owner))
+
+
 @dataclass
 class ReleasePlan:
     """The status write ``syncClaim`` makes for one claim (None status: no write)."""

@@ -54,6 +54,7 @@ from drasched.controllers.claimdecisions import (
     CLAIMS_VALID_CONDITION,
     claim_annotation,
     claim_from_template,
+    claim_sync_idle,
     claims_condition,
     consumer_text,
     controller_owner,
@@ -334,8 +335,10 @@ class ResourceClaimController:
         idx = self.index
         if claim is None:
             self._deleted.pop(key, None)
-        else:
-            self._add(_key(CLAIM, key))  # upstream: every added or updated claim is checked
+        elif CLAIM in self.keys and not claim_sync_idle(claim, lambda name: self.pods.get(name, key[0])):
+            # upstream checks every added or updated claim; one whose sync would find nothing
+            # to do waits for its pods' events instead (claim_sync_idle)
+            self._add(_key(CLAIM, key))
         for pod_key in sorted(idx.pods_by_claim.keys_for(key)):
             self._enqueue_pod(pod_key)
         owners = set(old_owner)

@@ -13,6 +13,7 @@ import pytest
 from drasched.controllers.claimdecisions import (
     claim_annotation,
     claim_from_template,
+    claim_sync_idle,
     claims_condition,
     delete_reason,
     drops_finalizer,
@@ -342,3 +343,31 @@ def test_an_upstream_groups_claim_is_deleted_once_the_group_is_gone_or_ends() ->
         "its PodGroup default/g is being deleted and none of its pods runs any more")
     reserved = claim("g-gpu-abcde", owner=g, reserved=[UPSTREAM_REF])
     assert delete_reason(reserved, None) is None, "released first"
+
+
+def _running(name: str, uid: str) -> dict[str, Any]:
+    p = pod(name, uid=uid)
+    p["status"] = {"phase": "Running"}
+    return p
+
+
+def test_a_claim_of_live_pods_needs_no_sync_and_any_doubt_queues_it() -> None:
+    """``claim_sync_idle``: a claim reserved for and owned by running pods the cache holds gives
+    ``syncClaim`` nothing to do; a pod gone, replaced or done, a deletion, or a PodGroup consumer
+    means it may."""
+    live = _running("p", "u1")
+    cache = {"p": live}
+    look = cache.get
+    assert claim_sync_idle(claim("c", reserved=[pod_ref(live)], owner=live), look)
+    assert claim_sync_idle(claim("c", allocated=False, finalizer=False), look)  # no owner, no consumer
+    done = {**live, "status": {"phase": "Succeeded"}}
+    assert not claim_sync_idle(claim("c", reserved=[pod_ref(live)]), {"p": done}.get)
+    assert not claim_sync_idle(claim("c", reserved=[pod_ref(live)]), {"p": _running("p", "u2")}.get)  # replaced
+    assert not claim_sync_idle(claim("c", reserved=[pod_ref(live)]), {}.get)  # gone, or not cached yet
+    assert not claim_sync_idle(claim("c", owner=live), {}.get)
+    deleting = claim("c", reserved=[pod_ref(live)], owner=live)
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert not claim_sync_idle(deleting, look)
+    group = podgroup("g")
+    group["metadata"]["uid"] = "g1"
+    assert not claim_sync_idle(claim("c", reserved=[group_ref(group)]), look)

@@ -118,3 +118,29 @@ def test_a_pod_seen_deleted_is_released_without_asking_the_api() -> None:
     c = get_claim(ctx, "c")
     assert c is not None and "reservedFor" not in c["status"]
     assert ("Pod", "p") not in counting.store.gets  # type: ignore[attr-defined]
+
+
+def test_a_claim_of_a_running_pod_is_not_queued_for_each_change_and_goes_when_the_pod_is_done() -> None:
+    """A claim whose sync would find nothing (its pod runs) is not queued for every change of
+    it; the pod's own event queues it when the pod finishes, and it is released then."""
+    ctx = new_ctx()
+    ctx.store.restore(template("gpu"))
+    ctx.store.restore(pod("p", [from_template("gpu", "gpu")], node="node-a"))
+    ctrl = ResourceClaimController()
+    settle(ctx, [ctrl])
+    (c,) = claims_in(ctx)
+    running = get_pod(ctx, "p")
+    running["status"]["phase"] = "Running"
+    ctx.store.update_status(running)
+    ctrl.reconcile(ctx)
+    synced: list[Any] = []
+    sync_claim = ctrl._sync_claim
+    ctrl._sync_claim = lambda key: synced.append(key) or sync_claim(key)  # type: ignore[method-assign]
+    ctx.store.patch(kinds.RESOURCE_CLAIM, c["metadata"]["name"], NS, {"metadata": {"labels": {"x": "y"}}})
+    ctrl.reconcile(ctx)
+    assert synced == []
+    done = get_pod(ctx, "p")
+    done["status"]["phase"] = "Succeeded"
+    ctx.store.update_status(done)
+    settle(ctx, [ctrl])
+    assert synced and claims_in(ctx) == []  # released and deleted: the pod's event queued it
