@@ -232,14 +232,6 @@ def unrecorded_template_entry(pod: Obj) -> bool:
                for e in (pod.get("spec") or {}).get("resourceClaims") or [])
 
 
-def claim_names_of(pod: Obj) -> set[str]:
-    """Every claim a pod refers to: named entries and the claims its status records."""
-    names = {str(e["resourceClaimName"]) for e in (pod.get("spec") or {}).get("resourceClaims") or []
-             if isinstance(e, dict) and e.get("resourceClaimName")}
-    names.update(n for n in status_claim_names(pod).values() if n)
-    return names
-
-
 # ---- release, deallocation, deletion ----------------------------------------------------------
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-from drasched.controllers.claimdecisions import claim_names_of
 from drasched.controllers.claimutil import (
     controller_owner_uid,
     is_allocated,
@@ -24,6 +23,7 @@ from drasched.controllers.claimutil import (
     reserved_for,
     upstream_group_name,
 )
+from drasched.dra.claimrules import claim_names_of
 from drasched.store.multiindex import MultiIndex
 
 Obj = dict[str, Any]

@@ -96,6 +96,14 @@ def status_claim_names(obj: Obj | None) -> dict[str, str | None]:
     return out
 
 
+def claim_names_of(pod: Obj) -> set[str]:
+    """Every claim a pod refers to: named entries and the claims its status records."""
+    names = {str(e["resourceClaimName"]) for e in (pod.get("spec") or {}).get("resourceClaims") or []
+             if isinstance(e, dict) and e.get("resourceClaimName")}
+    names.update(n for n in status_claim_names(pod).values() if n)
+    return names
+
+
 def pod_claim_name(owner: Obj, entry: Obj) -> tuple[str | None, bool]:
     """The claim an entry of a pod (or PodGroup) uses, and whether its owner must be checked.
 

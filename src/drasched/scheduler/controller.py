@@ -19,7 +19,7 @@ from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time, parse_time
 from drasched.api.resource import FINALIZER
 from drasched.control import ControllerContext
-from drasched.dra.claimrules import status_claim_names
+from drasched.dra.claimrules import claim_names_of, status_claim_names
 from drasched.scheduler.backoff import BindBackoff
 from drasched.scheduler.cache import WATCHED, SchedulerCache
 from drasched.scheduler.config import ConfigError, SchedulerConfig, config_from_yaml
@@ -118,11 +118,8 @@ def missing_claims(g: GroupInfo, claims: Mapping[str, Any]) -> frozenset[str]:
     group_names = status_claim_names(g.obj) if g.obj is not None else {}
     missing: set[str] = set()
     for p in g.pending:
-        names = status_claim_names(p.obj)
-        for e in p.claim_entries:
-            name = e.claim_name or names.get(e.name) or group_names.get(e.name)
-            if name and f"{p.namespace}/{name}" not in claims:
-                missing.add(f"{p.namespace}/{name}")
+        names = claim_names_of(p.obj) | {n for e in p.claim_entries if (n := group_names.get(e.name))}
+        missing.update(k for n in names if (k := f"{p.namespace}/{n}") not in claims)
     return frozenset(missing)
 
 
