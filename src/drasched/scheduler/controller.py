@@ -30,6 +30,7 @@ from drasched.scheduler.foreign_writes import is_translated, report_problems, so
 from drasched.scheduler.groups import GroupInfo
 from drasched.scheduler.podinfo import PodInfo
 from drasched.scheduler.snapshot import Snapshot, SnapshotBuilder
+from drasched.scheduler.unconfirmed import UnconfirmedCreates, may_have_been_applied
 
 Obj = dict[str, Any]
 _T = TypeVar("_T")
@@ -202,6 +203,9 @@ class SchedulerController:
         self._parked_wake: datetime | None = None
         self._write_failures = 0
         """Writes of the current cycle the API server refused (counted across the write workers)."""
+        self._unconfirmed = UnconfirmedCreates()
+        """BindRequests whose create may have been applied though it failed: no cycle runs until
+        each is read back (:mod:`~drasched.scheduler.unconfirmed`)."""
         """The earliest minRuntime end seen while gangs were parked: every gang is tried then."""
 
     def reconcile(self, ctx: ControllerContext) -> bool:
@@ -209,7 +213,11 @@ class SchedulerController:
         due = self._wake is not None and now >= self._wake
         refresh = self._refresh_at is not None and now >= self._refresh_at
         cycle_due = self._cycle_due is not None and now >= self._cycle_due
-        if not self.cache.sync(ctx.store, ctx.informers) and not due and not refresh and not cycle_due:
+        if not self.cache.sync(ctx.store, ctx.informers) and not due and not refresh and not cycle_due \
+                and not self._unconfirmed:
+            return False
+        if self._unconfirmed and not self._unconfirmed.settle(ctx.store, self.cache, ctx.informers):
+            self._retry_soon(ctx, now)  # the API server does not answer: decide nothing until it does
             return False
         report_problems(ctx, self.name, self.cache.take_problems())
         self._load_config(ctx)
@@ -355,9 +363,12 @@ class SchedulerController:
                 ext = "; extended resources through DRA" if placement.extended is not None else ""
                 ctx.decide(self.name, "place", placement.pod.obj,
                            f"node {br['spec']['selectedNode']}" + (f"; claims {claims}" if claims else "") + ext)
-            elif not isinstance(error, AlreadyExists):
-                self._write_failures += 1
-                ctx.decide(self.name, "error", placement.pod.obj, f"cannot create BindRequest: {error.message}")
+            else:
+                if may_have_been_applied(error):
+                    self._unconfirmed.note(br)  # the next cycle reads it back before it decides
+                if not isinstance(error, AlreadyExists):
+                    self._write_failures += 1
+                    ctx.decide(self.name, "error", placement.pod.obj, f"cannot create BindRequest: {error.message}")
         wrote |= self._evict(ctx, result)
         nominated = {pod.key: node for pod, node in result.nominations}
         still = {(pod.uid, cond["message"]) for pod, cond in result.pod_conditions}
