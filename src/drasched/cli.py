@@ -163,7 +163,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             if sched == "kube-scheduler" and workload.drasched_only:
                 print(f"{name:<18} kube-scheduler     not run: the workload uses gangs and queues", flush=True)
                 continue
-            result = run_cluster(workload, sched, timeout=args.timeout, log_dir=args.log_dir, profile=args.profile)
+            result = run_cluster(workload, sched, timeout=args.timeout, log_dir=args.log_dir, profile=args.profile,
+                                 arrival_rate=args.arrival_rate)
             cluster_results.append(result)
             print(result.line(), flush=True)
             print(f"{'':<18} {sched:<15} API writes per pod: {result.request_breakdown()}", flush=True)
@@ -272,6 +273,17 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_rate(text: str) -> float:
+    """``--arrival-rate``: a number of pods a second above zero."""
+    try:
+        rate = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of pods a second") from None
+    if not rate > 0 or rate == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: the rate must be a number of pods a second above 0")
+    return rate
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="drasched", description=__doc__)
     parser.add_argument("--version", action="version", version=f"drasched {__version__}")
@@ -367,6 +379,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--log-dir", help="keep each scheduler's log here (default: discarded)")
     bench.add_argument("--profile", action="store_true",
                        help="run drasched under py-spy; samples go to --log-dir (pip install py-spy)")
+    bench.add_argument("--arrival-rate", type=_positive_rate, metavar="PODS_PER_S",
+                       help="create a burst's measured pods at this rate, not as fast as possible: both "
+                            "schedulers meet the same arrivals, so their latencies compare")
     bench.add_argument("--api-ceiling", action="store_true", help="also measure the API server's write ceiling")
     bench.add_argument("--pods", type=int, help="replay: pods in all (default 140,000)")
     bench.add_argument("--duration", type=float, default=1800.0, help="churn: seconds to run (default 30 minutes)")

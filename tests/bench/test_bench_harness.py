@@ -79,6 +79,19 @@ def test_cluster_run_binds_every_measured_pod(name: str, scheduler: str) -> None
     assert result.writes_per_pod >= 2.0 and "POST pods/binding" in result.request_breakdown()
 
 
+@pytest.mark.e2e
+def test_a_burst_at_a_set_arrival_rate_is_created_no_faster_than_that() -> None:
+    """``--arrival-rate``: both schedulers meet the same arrivals (pod i no sooner than i/rate s)."""
+    workload = tiny("claim-template")
+    rate = 20.0
+    result = run_cluster(workload, "drasched", timeout=TIMEOUT, arrival_rate=rate)
+    assert_all_bound(workload, result.measured, result.bound, result.line())
+    assert result.measured > 1
+    # the last pod's slot is (measured - 1) / rate after the schedule starts; the first pod is
+    # created a moment after that start (its thread has to run), hence the 10 ms
+    assert result.created_seconds is not None and result.created_seconds >= (result.measured - 1) / rate - 0.01
+
+
 def test_summary_prints_the_ratio_per_workload() -> None:
     d = ClusterResult("w", "drasched", 10, 10, 2.0, [5, 5], [0.1] * 10)
     k = ClusterResult("w", "kube-scheduler", 10, 10, 1.0, [10], [0.2] * 10)

@@ -276,12 +276,23 @@ def _wait_events_written(store: KubeStore, quiet: float = 1.0, timeout: float = 
         time.sleep(0.2)
 
 
-def _create_measured(store: KubeStore, pods: list[Obj]) -> dict[str, float]:
-    """Create the measured pods, ``WRITERS`` at a time; when each was created (client clock)."""
+def _create_measured(store: KubeStore, pods: list[Obj], arrival_rate: float | None = None) -> dict[str, float]:
+    """Create the measured pods, ``WRITERS`` at a time; when each was created (client clock).
+
+    ``arrival_rate`` (pods a second): pod ``i`` is created no sooner than ``i / arrival_rate``
+    seconds after the first, so that two schedulers meet the same arrivals. As fast as
+    possible, a burst arrives as fast as the machine lets the writers go, which depends on
+    how much CPU the scheduler under test leaves them, and its median latency with it."""
     created_at: dict[str, float] = {}
+    start = time.monotonic()
+    slot = {p["metadata"]["name"]: i / arrival_rate for i, p in enumerate(pods)} if arrival_rate else {}
 
     def create(p: Obj) -> None:
-        created_at[p["metadata"]["name"]] = time.monotonic()
+        name = p["metadata"]["name"]
+        wait = start + slot.get(name, 0.0) - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        created_at[name] = time.monotonic()
         store.create(p)
 
     with ThreadPoolExecutor(WRITERS) as pool:
@@ -333,7 +344,8 @@ def _run_steady(store: KubeStore, watcher: _BindWatcher, pods: list[Obj], count:
 
 
 def run_cluster(workload: Workload, scheduler: str, timeout: float = 600.0,
-                log_dir: str | None = None, profile: bool = False) -> ClusterResult:
+                log_dir: str | None = None, profile: bool = False,
+                arrival_rate: float | None = None) -> ClusterResult:
     """One workload, one scheduler, on a fresh API server.
 
     The scheduler's log goes to ``log_dir`` when given (kept), else to a temp dir; with
@@ -368,7 +380,7 @@ def run_cluster(workload: Workload, scheduler: str, timeout: float = 600.0,
                 seconds = workload.steady.duration
                 total = len(created_at)
             else:
-                created_at = _create_measured(store, measured)
+                created_at = _create_measured(store, measured, arrival_rate)
                 created_seconds = max(created_at.values()) - min(created_at.values()) if created_at else 0.0
                 names = {p["metadata"]["name"] for p in measured}
                 _wait_bound(watcher, names, timeout, procs, workdir, scheduler)
