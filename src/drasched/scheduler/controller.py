@@ -201,12 +201,12 @@ class SchedulerController:
         self._failures: dict[str, int] = {}
         """Gang key -> cycles in a row that tried it and placed nothing (its backoff grows with them)."""
         self._parked_wake: datetime | None = None
+        """The earliest minRuntime end seen while gangs were parked: every gang is tried then."""
         self._write_failures = 0
         """Writes of the current cycle the API server refused (counted across the write workers)."""
         self._unconfirmed = UnconfirmedCreates()
         """BindRequests whose create may have been applied though it failed: no cycle runs until
         each is read back (:mod:`~drasched.scheduler.unconfirmed`)."""
-        """The earliest minRuntime end seen while gangs were parked: every gang is tried then."""
 
     def reconcile(self, ctx: ControllerContext) -> bool:
         now = ctx.now()

@@ -1,7 +1,7 @@
 """BindRequests whose create failed in a way that does not say whether the server applied it.
 
-A connection cut after the server applied a write, a 5xx (a 504 comes after etcd took the
-write more often than not) or ``AlreadyExists`` (the create was applied before, and this
+A connection cut after the server applied a write, a 5xx (a 504 timeout may come after
+etcd took the write) or ``AlreadyExists`` (the create was applied before, and this
 cycle decided from a view without it) leave the scheduler not knowing whether a BindRequest
 exists. Until its watch shows it, the cache holds the pod as pending and its devices as free:
 a cycle run then gives those devices, or that node's room, to another pod while the binder
