@@ -155,5 +155,6 @@ def _run_cycle(snap: Snapshot, config: SchedulerConfig, now: str, avoid: frozens
             out.create_default_queue = name == DEFAULT_QUEUE and bool(session.usage.of(REQUESTED, name))
         elif status_changed(q, status):
             out.queue_statuses.append((q.obj, status))
+    session.close()
     out.seconds = time.perf_counter() - started
     return out

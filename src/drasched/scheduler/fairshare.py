@@ -98,18 +98,23 @@ def split_level(amount: Fraction, members: Sequence[Member]) -> list[Fraction]:
 
 
 def subtree_demand(tree: QueueTree, own: Mapping[str, Mapping[str, Fraction]], dim: str) -> dict[str, Fraction]:
-    """Demand of every queue's subtree (its own pods plus its descendants') for one dimension."""
+    """Demand of every queue's subtree (its own pods plus its descendants') for one dimension.
+
+    Children before their parent, with a stack rather than a recursive inner function: such a
+    function refers to itself, a reference cycle each call that only the cyclic collector frees."""
     out: dict[str, Fraction] = {}
-
-    def visit(name: str) -> Fraction:
-        total = own.get(name, {}).get(dim, ZERO)
-        for c in tree.queues[name].children:
-            total += visit(c)
-        out[name] = total
-        return total
-
-    for r in tree.roots:
-        visit(r)
+    stack: list[tuple[str, bool]] = [(r, False) for r in reversed(tree.roots)]
+    while stack:
+        name, children_done = stack.pop()
+        children = tree.queues[name].children
+        if children_done:
+            total = own.get(name, {}).get(dim, ZERO)
+            for c in children:
+                total += out[c]
+            out[name] = total
+            continue
+        stack.append((name, True))
+        stack.extend((c, False) for c in reversed(children))
     return out
 
 
@@ -122,9 +127,10 @@ def fair_shares(tree: QueueTree, capacity: Mapping[str, Fraction],
     shares: dict[str, dict[str, Fraction]] = {n: {} for n in tree.queues}
     for dim, total in capacity.items():
         demand = subtree_demand(tree, own_demand, dim)
-
-        def divide(amount: Fraction, names: list[str], own_of: str | None, dim: str = dim,
-                   demand: dict[str, Fraction] = demand) -> None:
+        # each level split among its members, parents before children (a stack: see subtree_demand)
+        levels: list[tuple[Fraction, list[str], str | None]] = [(total, list(tree.roots), None)]
+        while levels:
+            amount, names, own_of = levels.pop()
             members = [Member(n, tree.queues[n].priority, demand[n], tree.queues[n].settings(dim)) for n in names]
             if own_of is not None:
                 mine = own_demand.get(own_of, {}).get(dim, ZERO)
@@ -133,7 +139,5 @@ def fair_shares(tree: QueueTree, capacity: Mapping[str, Fraction],
             for m, share in zip(members, split_level(amount, members)):
                 shares.setdefault(m.name, {})[dim] = share
                 if not m.name.endswith(SELF_SUFFIX) and tree.queues[m.name].children:
-                    divide(share, tree.queues[m.name].children, m.name)
-
-        divide(total, list(tree.roots), None)
+                    levels.append((share, tree.queues[m.name].children, m.name))
     return shares

@@ -56,6 +56,12 @@ class Journal:
         while len(ops) > mark:
             ops.pop().revert()
 
+    def forget(self) -> None:
+        """Drop the record once nothing will be rolled back: each operation points back at
+        its session, so a kept record makes the session's whole graph a reference cycle that
+        only the cyclic collector frees (in ``drasched serve``, most of what it collected)."""
+        self._ops.clear()
+
     def operations(self) -> tuple[Operation, ...]:
         """What is recorded now (for tests and diagnostics)."""
         return tuple(self._ops)

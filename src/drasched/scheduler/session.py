@@ -160,6 +160,10 @@ class Session:
         """Apply a change and journal it, so a Statement can revert it: the one way to change a session."""
         self._journal.record(op)
 
+    def close(self) -> None:
+        """The cycle is over: nothing is rolled back any more (see :meth:`Journal.forget`)."""
+        self._journal.forget()
+
     def journal_length(self) -> int:
         return len(self._journal)
 
