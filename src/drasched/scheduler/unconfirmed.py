@@ -45,9 +45,6 @@ class UnconfirmedCreates:
     def __bool__(self) -> bool:
         return bool(self._keys)
 
-    def __len__(self) -> int:
-        return len(self._keys)
-
     def note(self, bind_request: Obj) -> None:
         md = bind_request["metadata"]
         self._keys[object_key(bind_request)] = (str(md["name"]), str(md.get("namespace") or "default"))
