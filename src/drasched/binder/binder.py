@@ -15,7 +15,11 @@ For one BindRequest (``scheduling.drasched.io/v1alpha1``, named after the pod) a
 3. with ``extendedResourceClaimAllocation``: find (owner + annotation) or create the pod's
    extended-resource claim, allocate and reserve it, patch
    ``pod.status.extendedResourceClaimStatus``.
-4. binds through ``pods/binding``, then records ``Succeeded`` (unless ``record_success`` is
+4. waits while a device allocated with binding conditions (KEP-5007) does not meet them
+   (:mod:`~drasched.binder.bindingconditions`): the request stays ``Pending`` with reason
+   ``BindingConditionsPending``, the pod unbound, its claims allocated and reserved; a
+   failure condition or the binding timeout fails the attempt (rolled back, placed again).
+5. binds through ``pods/binding``, then records ``Succeeded`` (unless ``record_success`` is
    off) and a ``Scheduled`` event.
 
 Each step reads before it writes, so a restart after a crash between any two writes
@@ -48,6 +52,7 @@ from typing import Any, Protocol
 from drasched.api import kinds
 from drasched.api.errors import ApiError, BadRequest, Conflict, Invalid, NotFound
 from drasched.api.meta import format_time
+from drasched.binder.bindingconditions import WAITING_REASON, has_binding_conditions, waiting_for
 from drasched.binder.claims import (
     BindFailure,
     clear_pod_claim_status,
@@ -127,6 +132,15 @@ class _Request:
         return f"{self.namespace}/{self.obj['metadata']['name']}"
 
 
+class _BindingPending(Exception):
+    """The claims are reserved but a device's binding conditions are not met yet."""
+
+    def __init__(self, pod: Obj, detail: str) -> None:
+        super().__init__(detail)
+        self.pod = pod
+        self.detail = detail
+
+
 @functools.lru_cache(maxsize=1)
 def _time_text(now: datetime) -> str:
     """``format_time(now)`` for the last time asked: an embedded run binds a burst of pods at
@@ -164,9 +178,14 @@ class Binder:
         backoff: Backoff | None = None,
         name: str = "binder",
         record_success: bool = True,
+        binding_poll: timedelta | None = None,
     ) -> None:
         self.store = store
         self.record_success = record_success
+        self.binding_poll = binding_poll
+        """How often a pod waiting for binding conditions is looked at again (upstream: 5 s);
+        None: only when something else makes the caller try (an embedded run, where nothing
+        outside sets conditions, ends with the pod waiting instead of polling forever)."""
         self.recorder = recorder
         self.decisions = decisions
         self.max_attempts = max_attempts
@@ -207,7 +226,9 @@ class Binder:
             return self._fail(req, BindFailure(status.get("reason") or "BindFailed", cause), attempts, now)
         attempts += 1
         try:
-            pod, already = self._attempt(req, _time_text(now))
+            pod, already = self._attempt(req, now)
+        except _BindingPending as w:
+            return self._wait(req, w, attempts - 1, now)  # waiting is not a failed attempt
         except BindFailure as f:
             if f.permanent or attempts >= self.max_attempts:
                 return self._fail(req, f, attempts, now)
@@ -235,9 +256,10 @@ class Binder:
 
     # ---- one attempt -------------------------------------------------------------------
 
-    def _attempt(self, req: _Request, timestamp: str) -> tuple[Obj, bool]:
-        """Steps 1-4 of the module docstring; returns the pod as last read, and whether it
+    def _attempt(self, req: _Request, now: datetime) -> tuple[Obj, bool]:
+        """Steps 1-5 of the module docstring; returns the pod as last read, and whether it
         was bound to ``selectedNode`` before this attempt wrote anything."""
+        timestamp = _time_text(now)
         pod = self._get_pod(req)
         bound = (pod.get("spec") or {}).get("nodeName")
         if bound == req.node:
@@ -249,14 +271,21 @@ class Binder:
         except NotFound:
             raise BindFailure("NodeNotFound", f'node "{req.node}" not found') from None
         pod_uid = pod["metadata"]["uid"]
+        reserved: list[Obj] = []
         for entry in req.claims:
             consumer = entry.get("reservedFor") or pod_consumer(req.pod_name, pod_uid)
-            reserve_claim(self.store, req.namespace, entry["name"], consumer, entry.get("allocation"),
-                          uid=entry.get("uid") or None, timestamp=timestamp)
+            reserved.append(reserve_claim(self.store, req.namespace, entry["name"], consumer,
+                                          entry.get("allocation"), uid=entry.get("uid") or None,
+                                          timestamp=timestamp))
         if req.extended:
             claim = ensure_extended_claim(self.store, pod, req.extended, timestamp)
+            reserved.append(claim)
             set_pod_claim_status(self.store, pod, claim["metadata"]["name"],
                                  list(req.extended.get("containerMappings") or []))
+        if has_binding_conditions(reserved):
+            detail = waiting_for(reserved, now)  # raises on a failure condition or the timeout
+            if detail is not None:
+                raise _BindingPending(pod, detail)
         try:
             self.store.bind(req.namespace, req.pod_name, req.node, pod_uid)
         except (Conflict, NotFound):
@@ -285,6 +314,27 @@ class Binder:
         return pod
 
     # ---- outcomes ----------------------------------------------------------------------
+
+    def _wait(self, req: _Request, w: _BindingPending, attempts: int, now: datetime) -> BindOutcome | None:
+        """The pod waits for binding conditions: say so once (status, upstream's Event), then
+        look again after ``binding_poll``; None when there is nothing new to say or do."""
+        retry_at = now + self.binding_poll if self.binding_poll is not None else None
+        if retry_at is not None:
+            self._not_before[req.obj["metadata"].get("uid", "")] = retry_at
+        status = req.obj.get("status") or {}
+        message = f"waiting for binding conditions for device on node {req.node}: {w.detail}"
+        if status.get("reason") == WAITING_REASON and status.get("message") == message:
+            if retry_at is None:
+                return None
+            return BindOutcome(req.br_key, PENDING, WAITING_REASON, message, attempts, retry_at)
+        out = self._record(req.obj, PENDING, WAITING_REASON, message, attempts)
+        out.retry_at = retry_at
+        if status.get("reason") != WAITING_REASON:
+            if self.recorder is not None:
+                self.recorder.event(w.pod, "Normal", WAITING_REASON,
+                                    f"waiting for binding conditions for device on node {req.node}")
+            self._decide("wait", req.obj, message)
+        return out
 
     def _retry(self, req: _Request, f: BindFailure, attempts: int, now: datetime) -> BindOutcome:
         retry_at = now + self.backoff.delay(attempts)

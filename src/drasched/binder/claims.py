@@ -181,6 +181,7 @@ def release_claim(
                     status.pop("reservedFor", None)
                     if ours:
                         status.pop("allocation", None)
+                        status.pop("devices", None)  # the server drops a deallocated device's status too
                 store.update_status(claim)
                 continue
             finalizers = list(md.get("finalizers") or [])

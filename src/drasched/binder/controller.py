@@ -43,9 +43,11 @@ class BinderController:
     """What wakes it in serve: a request, and a pod (a bind finishing shows as one)."""
 
     def __init__(self, *, max_attempts: int = 5, backoff: Backoff | None = None, workers: int = 16,
-                 record_success: bool = True) -> None:
+                 record_success: bool = True, binding_poll: timedelta | None = None) -> None:
         self.max_attempts = max_attempts
         self.record_success = record_success
+        self.binding_poll = binding_poll
+        """See :attr:`Binder.binding_poll`: serve polls as upstream; an embedded run does not."""
         self.backoff = backoff
         self.workers = workers
         self._binder: Binder | None = None
@@ -75,7 +77,7 @@ class BinderController:
             informers = ctx.informers
             self._binder = Binder(ctx.cached_reads(CACHED_READS), recorder=ctx, decisions=ctx,
                                   max_attempts=self.max_attempts, backoff=self.backoff, name=self.name,
-                                  record_success=self.record_success)
+                                  record_success=self.record_success, binding_poll=self.binding_poll)
             self._store, self._rv, self._pending, self._latest = ctx.store, None, set(), {}
             self._feed = informers.feed(kinds.BIND_REQUEST) if informers is not None else None
             self._cursor, self._cached, self._done = None, {}, {}

@@ -82,6 +82,7 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
     server serves (:func:`served_taint_rules`), None to read none; ``foreign``: the other
     schedulers' kinds it serves (:func:`served_foreign_kinds`), read translated."""
     from drasched.binder import BinderController
+    from drasched.binder.bindingconditions import POLL_INTERVAL
     from drasched.controllers.workloads.gangs import ImplicitGangController, settings_from_file
     from drasched.scheduler.config import load_config
     from drasched.scheduler.controller import SchedulerController
@@ -110,7 +111,7 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
                                         allocation_wall_time=ALLOCATION_WALL_TIME,
                                         taint_rules=taint_rules, foreign=foreign,
                                         queue_status_period=QUEUE_STATUS_PERIOD, gang_backoff=True),
-                    BinderController(workers=BIND_WORKERS, record_success=False)]
+                    BinderController(workers=BIND_WORKERS, record_success=False, binding_poll=POLL_INTERVAL)]
     return controllers
 
 

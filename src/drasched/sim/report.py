@@ -28,10 +28,27 @@ def _of_kind(result: SimResult, kind: str) -> list[Obj]:
     return [o for o in result.objects if o.get("kind") == kind]
 
 
-def pending_reason(pod: Obj) -> str:
+def binding_waits(objects: list[Obj]) -> dict[str, str]:
+    """Pod key -> why its bind waits (a BindRequest still ``Pending`` with a reason, e.g. binding
+    conditions not met yet): such a pod is placed, its claims allocated, but it carries no
+    PodScheduled condition, as upstream's pod waiting in PreBind."""
+    waits: dict[str, str] = {}
+    for br in objects:
+        status = br.get("status") or {}
+        if br.get("kind") == "BindRequest" and status.get("phase") == "Pending" and status.get("reason"):
+            pod = (br.get("spec") or {}).get("podName")
+            waits[f"{_md(br).get('namespace')}/{pod}"] = str(status.get("message") or status["reason"])
+    return waits
+
+
+def pending_reason(pod: Obj, waits: dict[str, str] | None = None) -> str:
     for c in (pod.get("status") or {}).get("conditions") or []:
         if c.get("type") == "PodScheduled" and c.get("status") == "False":
             return str(c.get("message") or c.get("reason") or "")
+    if waits:
+        wait = waits.get(_key(pod))
+        if wait is not None:
+            return wait
     return "not scheduled yet"
 
 
@@ -48,7 +65,9 @@ def summary_lines(result: SimResult) -> list[str]:
     state = "quiescent" if result.quiescent else "stopped at the round limit"
     lines = [f"drasched simulate: {len(pods)} pods ({summary}); {result.rounds} rounds, {state}; "
              f"{len(result.decisions)} decisions"]
-    lines += [f"  pending {_key(p)}: {pending_reason(p)}" for p in pods if not (p.get("spec") or {}).get("nodeName")]
+    waits = binding_waits(result.objects)
+    lines += [f"  pending {_key(p)}: {pending_reason(p, waits)}" for p in pods
+              if not (p.get("spec") or {}).get("nodeName")]
     return lines
 
 
@@ -117,7 +136,8 @@ def markdown_report(result: SimResult) -> str:
     pending = [p for p in pods if not (p.get("spec") or {}).get("nodeName")]
     if pending:
         lines += ["## Pending pods", ""]
-        lines += [*_table(["pod", "why"], [[_key(p), pending_reason(p)] for p in pending]), ""]
+        waits = binding_waits(result.objects)
+        lines += [*_table(["pod", "why"], [[_key(p), pending_reason(p, waits)] for p in pending]), ""]
 
     lines += ["## Nodes", ""]
     node_rows = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from drasched.sim.report import pending_reason, pod_devices
+from drasched.sim.report import binding_waits, pending_reason, pod_devices
 from drasched.sim.runner import SimResult
 
 Obj = dict[str, Any]
@@ -49,10 +49,11 @@ def summary_table(result: SimResult) -> str:
     """The table, then the totals line; pods sorted by workload, then name."""
     claims = {_key(o): o for o in result.objects if o.get("kind") == "ResourceClaim"}
     pods = [o for o in result.objects if o.get("kind") == "Pod"]
+    waits = binding_waits(result.objects)
     rows = []
     for p in sorted(pods, key=lambda p: (workload_of(p), _key(p))):
         node = (p.get("spec") or {}).get("nodeName") or "-"
-        waiting = "-" if node != "-" else _cut(pending_reason(p), REASON_WIDTH)
+        waiting = "-" if node != "-" else _cut(pending_reason(p, waits), REASON_WIDTH)
         rows.append((workload_of(p), _key(p), node, ",".join(pod_devices(p, claims)) or "-", _phase(p), waiting))
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADER)] if rows else []
     lines = []
