@@ -56,3 +56,21 @@ def test_dash_o_file_writes_the_objects_and_prints_the_table(tmp_path: Path,
     assert main(["simulate", str(EXAMPLES / "quickstart"), "-q", "-o", str(out)]) == 0
     assert any(o["kind"] == "ResourceClaim" for o in json.loads(out.read_text()))
     assert capsys.readouterr().out.startswith("WORKLOAD")
+
+
+def test_the_stderr_summary_names_a_device_class_whose_extended_resource_name_another_serves(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two classes set ``extendedResourceName: nvidia.com/gpu`` at the same creation time:
+    upstream gives it to the name sorted first, silently; the summary says so."""
+    src = tmp_path / "in.yaml"
+    src.write_text(yaml.safe_dump_all([
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+         "spec": {"extendedResourceName": "nvidia.com/gpu",
+                  "selectors": [{"cel": {"expression": f'device.driver == "{name}"'}}]}}
+        for name in ("gpu.nvidia.com", "mig-1g.gpu.nvidia.com")
+    ], sort_keys=False))
+    assert main(["simulate", str(src)]) == 0
+    err = capsys.readouterr().err
+    assert ("  warning DeviceClass/mig-1g.gpu.nvidia.com: extendedResourceName nvidia.com/gpu is also set on "
+            "DeviceClass gpu.nvidia.com, which serves it") in err
+    assert "warning DeviceClass/gpu.nvidia.com:" not in err

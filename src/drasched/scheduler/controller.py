@@ -204,6 +204,8 @@ class SchedulerController:
         """The earliest minRuntime end seen while gangs were parked: every gang is tried then."""
         self._write_failures = 0
         """Writes of the current cycle the API server refused (counted across the write workers)."""
+        self._shadow_noted: set[tuple[str, str, str, str | None]] = set()
+        """DeviceClasses already told that another class serves their extendedResourceName."""
         self._unconfirmed = UnconfirmedCreates()
         """BindRequests whose create may have been applied though it failed: no cycle runs until
         each is read back (:mod:`~drasched.scheduler.unconfirmed`)."""
@@ -222,6 +224,7 @@ class SchedulerController:
         report_problems(ctx, self.name, self.cache.take_problems())
         self._load_config(ctx)
         snap = self.builder.build(self.cache, self.bind_backoff, now)
+        self._report_shadowed_classes(ctx, snap)
         if self.idle_cycle_period is not None and not due and not cycle_due and self._last_cycle is not None \
                 and not self.builder.has_pending():
             next_cycle = self._last_cycle + timedelta(seconds=self.idle_cycle_period)
@@ -260,6 +263,28 @@ class SchedulerController:
                 # A parked gang is not tried, so it notes no wake-up of its own: keep the one it was parked with.
                 self._parked_wake = min(result.wake_at, self._parked_wake or result.wake_at)
         return wrote
+
+    def _report_shadowed_classes(self, ctx: ControllerContext, snap: Snapshot) -> None:
+        """Say once, on each DeviceClass that loses it, that another class serves the same
+        ``extendedResourceName`` (upstream: the class created later wins, at the same
+        creation time the name sorted first; upstream says nothing, and a user who added a
+        class for ``nvidia.com/gpu`` next to the driver's would not know why it is unused)."""
+        by_resource = snap.accounting.by_resource
+        for resource, losers in by_resource.shadowed.items():
+            winner = by_resource.class_for(resource)
+            for name in losers:
+                dc = self.cache.get(kinds.DEVICE_CLASS, name)
+                if dc is None:
+                    continue
+                key = (name, str((dc.get("metadata") or {}).get("resourceVersion")), resource, winner)
+                if key in self._shadow_noted:
+                    continue
+                self._shadow_noted.add(key)
+                message = (f"extendedResourceName {resource} is also set on DeviceClass {winner}, which serves it "
+                           f"(the class created later wins; at the same creationTimestamp, the name sorted "
+                           f"first): pods asking for {resource} get no devices of this class")
+                ctx.event(dc, "Warning", "ExtendedResourceNameTaken", message)
+                ctx.decide(self.name, "warning", dc, message)
 
     def round_interval(self, burst: float) -> float:
         """The shortest rest between two rounds in serve: short while few pods wait, so each is

@@ -68,6 +68,7 @@ def summary_lines(result: SimResult) -> list[str]:
     waits = binding_waits(result.objects)
     lines += [f"  pending {_key(p)}: {pending_reason(p, waits)}" for p in pods
               if not (p.get("spec") or {}).get("nodeName")]
+    lines += [f"  warning {d['object']}: {d['message']}" for d in result.decisions if d.get("action") == "warning"]
     return lines
 
 
