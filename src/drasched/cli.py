@@ -7,14 +7,26 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from drasched import __version__
+
+if TYPE_CHECKING:
+    from drasched.api.manifest import ManifestError
 
 
 def _print_errors(errors: list[str]) -> None:
     """The objects a run refused, one ``error:`` line each, on stderr."""
     for line in errors:
         print(f"error: {line}", file=sys.stderr)
+
+
+def _print_manifest_error(exc: ManifestError, outcome: str = "nothing was simulated") -> int:
+    """Every refusal of the manifests read, one ``error:`` line each, then how many there were
+    (as a refused store load ends); the exit code of bad input."""
+    _print_errors(exc.errors)
+    print(f"error: {exc.summary()}; {outcome}", file=sys.stderr)
+    return 2
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
@@ -25,8 +37,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     try:
         loaded = load_paths(args.paths)
     except ManifestError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _print_manifest_error(exc)
     html = bool(args.report) and str(args.report).endswith((".html", ".htm"))
     timeline = None
     try:
@@ -223,7 +234,9 @@ def _cmd_what_if(args: argparse.Namespace) -> int:
         adds = [item.obj for item in load_paths(args.add)] if args.add else []
         comparison = what_if(base, Change(adds, args.remove, args.set), default_duration=args.default_duration,
                              max_rounds=args.max_rounds)
-    except (ManifestError, ChangeError) as exc:
+    except ManifestError as exc:
+        return _print_manifest_error(exc)
+    except ChangeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except SimulationError as exc:
@@ -248,7 +261,9 @@ def _cmd_explain(args: argparse.Namespace) -> int:
             with KubeStore.from_kubeconfig(args.kubeconfig, args.context) as store:
                 objects = take_snapshot(store)
         print("\n".join(explain(objects, args.pod).lines()))
-    except (ManifestError, ExplainError) as exc:
+    except ManifestError as exc:
+        return _print_manifest_error(exc)
+    except ExplainError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except SimulationError as exc:
@@ -264,8 +279,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     try:
         loaded = load_paths(args.paths, validate=False, translate=False)
     except ManifestError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _print_manifest_error(exc, "nothing was converted")
     result = translate(item.obj for item in loaded)
     for line in result.warnings:
         print(f"warning: {line}", file=sys.stderr)

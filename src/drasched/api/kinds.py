@@ -154,11 +154,100 @@ def for_object(obj: dict) -> ResourceType:
     rt = _BY_KIND.get((api_version, kind))
     if rt is None:
         known = _BY_KIND_ONLY.get(kind)
-        hint = f" (drasched serves {kind} as {known.api_version})" if known else ""
+        other = UNMODELED.get((api_version.rpartition("/")[0], kind))
+        hint = (f" (drasched serves {kind} as {known.api_version})" if known
+                else f" (Kubernetes serves {kind} as {other.api_version}, which drasched leaves out)" if other
+                else "")
         raise BadRequest(f'no kind "{kind}" is registered for version "{api_version}"{hint}')
     return rt
 
 
+@dataclass(frozen=True)
+class Unmodeled:
+    """A Kubernetes built-in kind drasched does not model. Charts and cluster dumps carry
+    them beside the objects that matter, so manifests may hold them: a run leaves them out
+    with a warning (``why``: what that changes) instead of refusing the whole input."""
+
+    group: str
+    kind: str
+    versions: tuple[str, ...]
+    """Every version Kubernetes serves or served it in, newest first."""
+    why: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.versions[0]}" if self.group else self.versions[0]
+
+
+NO_EFFECT = "does not affect scheduling"
+_STORAGE = "drasched does not model volumes (volume binding and storage capacity are not simulated)"
+_ADMISSION = "admission is not simulated ({what} are not applied to pods)"
+
+
+def _not_run(plural: str, effect: str = "their pods are not simulated") -> str:
+    return f"drasched simulate does not run {plural} ({effect})"
+
+
+UNMODELED: dict[tuple[str, str], Unmodeled] = {
+    (u.group, u.kind): u for u in (
+        Unmodeled("", "Service", ("v1",), NO_EFFECT),
+        Unmodeled("", "Endpoints", ("v1",), NO_EFFECT),
+        Unmodeled("", "Secret", ("v1",), NO_EFFECT),
+        Unmodeled("", "PodTemplate", ("v1",), NO_EFFECT),
+        Unmodeled("", "ReplicationController", ("v1",), _not_run("ReplicationControllers")),
+        Unmodeled("", "PersistentVolume", ("v1",), _STORAGE),
+        Unmodeled("", "PersistentVolumeClaim", ("v1",), _STORAGE),
+        Unmodeled("", "LimitRange", ("v1",), _ADMISSION.format(what="its default requests and limits")),
+        Unmodeled("", "ResourceQuota", ("v1",), _ADMISSION.format(what="quotas")),
+        Unmodeled("apps", "DaemonSet", ("v1", "v1beta2"), _not_run("DaemonSets")),
+        Unmodeled("apps", "ControllerRevision", ("v1", "v1beta2"), NO_EFFECT),
+        Unmodeled("batch", "CronJob", ("v1", "v1beta1"), _not_run("CronJobs", "no Jobs are created from them")),
+        Unmodeled("autoscaling", "HorizontalPodAutoscaler", ("v2", "v1", "v2beta2", "v2beta1"),
+                  _not_run("HorizontalPodAutoscalers", "replica counts stay as written")),
+        Unmodeled("discovery.k8s.io", "EndpointSlice", ("v1", "v1beta1"), NO_EFFECT),
+        Unmodeled("events.k8s.io", "Event", ("v1", "v1beta1"), NO_EFFECT),
+        Unmodeled("networking.k8s.io", "NetworkPolicy", ("v1",), NO_EFFECT),
+        Unmodeled("networking.k8s.io", "Ingress", ("v1", "v1beta1"), NO_EFFECT),
+        Unmodeled("networking.k8s.io", "IngressClass", ("v1", "v1beta1"), NO_EFFECT),
+        Unmodeled("networking.k8s.io", "ServiceCIDR", ("v1", "v1beta1"), NO_EFFECT),
+        Unmodeled("networking.k8s.io", "IPAddress", ("v1", "v1beta1"), NO_EFFECT),
+        *(Unmodeled("rbac.authorization.k8s.io", k, ("v1", "v1beta1"), NO_EFFECT)
+          for k in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")),
+        Unmodeled("storage.k8s.io", "StorageClass", ("v1", "v1beta1"), _STORAGE),
+        Unmodeled("storage.k8s.io", "CSIDriver", ("v1",), _STORAGE),
+        Unmodeled("storage.k8s.io", "CSINode", ("v1",), _STORAGE),
+        Unmodeled("storage.k8s.io", "CSIStorageCapacity", ("v1", "v1beta1"), _STORAGE),
+        Unmodeled("storage.k8s.io", "VolumeAttachment", ("v1",), _STORAGE),
+        Unmodeled("storage.k8s.io", "VolumeAttributesClass", ("v1", "v1beta1"), _STORAGE),
+        Unmodeled("node.k8s.io", "RuntimeClass", ("v1",),
+                  "drasched does not apply RuntimeClasses (their pod overhead and node selector are not simulated)"),
+        Unmodeled("policy", "PodSecurityPolicy", ("v1beta1",), NO_EFFECT),
+        Unmodeled("apiextensions.k8s.io", "CustomResourceDefinition", ("v1", "v1beta1"),
+                  "does not affect scheduling (objects of the kinds it defines stay unknown)"),
+        Unmodeled("apiregistration.k8s.io", "APIService", ("v1",), NO_EFFECT),
+        Unmodeled("certificates.k8s.io", "CertificateSigningRequest", ("v1",), NO_EFFECT),
+        *(Unmodeled("admissionregistration.k8s.io", k, ("v1",), _ADMISSION.format(what="webhooks"))
+          for k in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")),
+        *(Unmodeled("admissionregistration.k8s.io", k, ("v1", "v1beta1"), _ADMISSION.format(what="policies"))
+          for k in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")),
+        *(Unmodeled("admissionregistration.k8s.io", k, ("v1beta1", "v1alpha1"), _ADMISSION.format(what="policies"))
+          for k in ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")),
+        *(Unmodeled("flowcontrol.apiserver.k8s.io", k, ("v1", "v1beta3"), NO_EFFECT)
+          for k in ("FlowSchema", "PriorityLevelConfiguration")),
+    )
+}
+"""Built-in kinds drasched reads and leaves out, by (group, kind); served kinds are in ALL."""
+
+
+def unmodeled(obj: dict) -> Unmodeled | None:
+    """The entry of ``obj``'s kind when it is a built-in drasched leaves out, in a version
+    Kubernetes serves or served it in (another version is refused, with a hint)."""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return None
+    group, _, version = api_version.rpartition("/")
+    entry = UNMODELED.get((group, kind))
+    return entry if entry is not None and version in entry.versions else None
 
 
 _ORDER: dict[ResourceType, int] = {rt: i for i, rt in enumerate(ALL)}

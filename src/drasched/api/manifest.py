@@ -1,7 +1,10 @@
 """Reading and writing manifests: multi-document YAML/JSON, directories, List kinds, stdin.
 
 Every error names the file, the document index, the object and the field, so a user can
-find the line to fix.
+find the line to fix; every refusal of one read is reported at once, so one run lists all
+there is to fix. An object repeated unchanged is read once (as ``kubectl apply`` leaves it
+"unchanged"), and Kubernetes built-in kinds drasched does not model are left out with a
+warning.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from drasched.api.decode import decode_object
 from drasched.api.defaults import apply_builtin_defaults, apply_crd_defaults
 from drasched.api.errors import ApiError, Invalid
 from drasched.api.foreign_shapes import decode_foreign
+from drasched.api.unknown_fields import unknown_fields
 
 Obj = dict[str, Any]
 
@@ -43,7 +47,52 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 class ManifestError(Exception):
-    """A manifest could not be read; the message says where and why."""
+    """Manifests could not be read: ``errors`` holds every refusal, one line each, saying
+    where and why; ``unread`` of them are files refused whole (missing, unreadable, malformed)."""
+
+    def __init__(self, *errors: str, unread: int = 0) -> None:
+        super().__init__("\n".join(errors))
+        self.errors = list(errors)
+        self.unread = unread
+
+    def summary(self) -> str:
+        """How much was refused, for the last line: ``2 object(s) rejected``."""
+        rejected = len(self.errors) - self.unread
+        parts = [f"{self.unread} file(s) not read"] if self.unread else []
+        if rejected or not parts:
+            parts.append(f"{rejected} object(s) rejected")
+        return ", ".join(parts)
+
+
+class _Refusals:
+    """The refusals of one read, reported in input order (file, then document) whatever step
+    found them."""
+
+    WHOLE_FILE = -1
+
+    def __init__(self) -> None:
+        self._files: dict[str, int] = {}
+        self._lines: list[tuple[int, int, str]] = []
+
+    def file(self, source: str) -> None:
+        """Note that ``source`` is read now: its refusals come after those of earlier files."""
+        self._files.setdefault(source, len(self._files))
+
+    def add(self, source: str, index: int, line: str) -> None:
+        """Refuse document ``index`` of ``source`` (WHOLE_FILE: all of it) with ``line``."""
+        self.file(source)
+        self._lines.append((self._files[source], index, line))
+
+    def refused(self, item: Loaded, line: str) -> None:
+        """Refuse the document ``item`` came from."""
+        self.add(item.source, item.index, line)
+
+    def raise_any(self) -> None:
+        """Raise every refusal together, if there is one."""
+        if self._lines:
+            ordered = sorted(self._lines, key=lambda t: (t[0], t[1]))  # stable: steps in order within a document
+            unread = sum(1 for _, index, _ in ordered if index == self.WHOLE_FILE)
+            raise ManifestError(*(line for _, _, line in ordered), unread=unread)
 
 
 @dataclass
@@ -80,7 +129,16 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 def parse_documents(text: str, source: str) -> list[Loaded]:
-    """Parse one file's text into objects, expanding ``List`` kinds."""
+    """Parse one file's text into objects, expanding ``List`` kinds; raise every refusal."""
+    refusals = _Refusals()
+    out = _parse(text, source, refusals)
+    refusals.raise_any()
+    return out
+
+
+def _parse(text: str, source: str, refusals: _Refusals) -> list[Loaded]:
+    """The objects of one file; a document that is not one is refused and the rest are still
+    read. A file that is not YAML or JSON is refused whole (its syntax error stops its reading)."""
     json_error: json.JSONDecodeError | None = None
     try:
         if source.endswith(".json") or text.lstrip().startswith(("{", "[")):
@@ -92,44 +150,49 @@ def parse_documents(text: str, source: str) -> list[Loaded]:
         else:
             raw_docs = list(yaml.load_all(text, Loader=_Loader))
     except RecursionError:
-        raise ManifestError(f"{source}: nested too deeply to read (JSON or YAML nesting of more than "
-                            "about 1,000 levels)") from None
+        refusals.add(source, _Refusals.WHOLE_FILE, f"{source}: nested too deeply to read (JSON or YAML "
+                                                   "nesting of more than about 1,000 levels)")
+        return []
     except yaml.YAMLError as exc:
         if json_error is not None and source.endswith(".json"):
-            raise ManifestError(f"{source}: line {json_error.lineno} column {json_error.colno}: "
-                                f"malformed JSON: {json_error.msg}") from None
-        raise ManifestError(f"{source}:{_yaml_where(exc, text)}: malformed YAML: "
-                            f"{getattr(exc, 'problem', None) or getattr(exc, 'reason', None) or exc}") from None
-    if "&" in text and "*" in text:  # anchors and aliases: refuse what expands without bound
-        for index, doc in enumerate(raw_docs):
-            problem = _aliasing_problem(doc)
-            if problem:
-                raise ManifestError(f"{source}: document {index}: {problem}")
+            refusals.add(source, _Refusals.WHOLE_FILE, f"{source}: line {json_error.lineno} column "
+                                                       f"{json_error.colno}: malformed JSON: {json_error.msg}")
+        else:
+            why = getattr(exc, "problem", None) or getattr(exc, "reason", None) or exc
+            refusals.add(source, _Refusals.WHOLE_FILE, f"{source}:{_yaml_where(exc, text)}: malformed YAML: {why}")
+        return []
     out: list[Loaded] = []
     for index, doc in enumerate(raw_docs):
         if doc is None:
             continue
+        if "&" in text and "*" in text:  # anchors and aliases: refuse what expands without bound
+            problem = _aliasing_problem(doc)
+            if problem:
+                refusals.add(source, index, f"{source}: document {index}: {problem}")
+                continue
         docs = doc if isinstance(doc, list) else [doc]
         for item in docs:
             if not isinstance(item, dict):
-                raise ManifestError(f"{source}: document {index}: expected a Kubernetes object (a mapping), "
-                                    f"got {type(item).__name__}")
-            if isinstance(item.get("kind"), str) and item["kind"].endswith("List") and "items" in item:
+                refusals.add(source, index, f"{source}: document {index}: expected a Kubernetes object "
+                                            f"(a mapping), got {type(item).__name__}")
+            elif isinstance(item.get("kind"), str) and item["kind"].endswith("List") and "items" in item:
                 for j, sub in enumerate(item.get("items") or []):
                     if not isinstance(sub, dict):
-                        raise ManifestError(f"{source}: document {index}: items[{j}]: expected an object")
-                    out.append(_loaded(sub, source, index))
+                        refusals.add(source, index, f"{source}: document {index}: items[{j}]: expected an object")
+                    else:
+                        _add_loaded(out, refusals, sub, source, index)
             else:
-                out.append(_loaded(item, source, index))
+                _add_loaded(out, refusals, item, source, index)
     return out
 
 
-def _loaded(obj: Obj, source: str, index: int) -> Loaded:
-    """An object as the API server would store it: older resource.k8s.io versions converted to v1."""
+def _add_loaded(out: list[Loaded], refusals: _Refusals, obj: Obj, source: str, index: int) -> None:
+    """Add an object as the API server would store it (older resource.k8s.io versions
+    converted to v1) to ``out``, or refuse it."""
     try:
-        return Loaded(to_storage_version(obj), source, index)
+        out.append(Loaded(to_storage_version(obj), source, index))
     except ConversionError as exc:
-        raise ManifestError(f"{source}: document {index}: {_describe(obj)}: {exc}") from None
+        refusals.add(source, index, f"{source}: document {index}: {_describe(obj)}: {exc}")
 
 
 MAX_EXPANDED_NODES = 1_000_000
@@ -188,31 +251,163 @@ def _files(path: Path) -> list[Path]:
 def load_paths(paths: Iterable[str], *, validate: bool = True, translate: bool = True) -> list[Loaded]:
     """Read manifests from files, directories (recursively) and ``-`` (stdin).
 
-    With ``translate``, other schedulers' objects become drasched's (:mod:`drasched.api.foreign`);
+    Every refusal of every file is collected and raised together (one ManifestError), so a
+    user fixes them in one go. An object repeated unchanged, in one file or two, is read
+    once; repeated with different content, it is refused naming both places. With
+    ``translate`` or ``validate``, a Kubernetes built-in kind drasched does not model
+    (:data:`kinds.UNMODELED`) is left out with a warning on stderr, one line per kind. With
+    ``translate``, other schedulers' objects become drasched's (:mod:`drasched.api.foreign`);
     each field with no meaning here is a warning on stderr, and the run goes on.
     """
+    refusals = _Refusals()
     loaded: list[Loaded] = []
+    for source, text in _texts(paths, refusals):
+        loaded += _parse(text, source, refusals)
+    if translate or validate:  # first: nothing about an object left out stops a run
+        loaded = _without_unmodeled(loaded)
+    loaded = _without_repeats(loaded, refusals)
+    if translate:
+        # translation reads the kinds drasched knows: well typed first
+        loaded = _translated([item for item in loaded if _decoded_if_known(item, refusals)])
+    if validate:
+        for item in loaded:
+            try:
+                check_object(item)
+            except ManifestError as exc:
+                refusals.refused(item, str(exc))
+                continue
+            _warn_unknown_fields(item)
+    refusals.raise_any()
+    return loaded
+
+
+def _warn_unknown_fields(item: Loaded) -> None:
+    """A field a DRA kind does not declare is a warning naming it (the server's
+    ``fieldValidation=Warn``): a misspelt ``allocationMode`` would otherwise silently mean
+    the default (:mod:`drasched.api.unknown_fields`)."""
+    try:
+        rt = kinds.for_object(item.obj)
+    except ApiError:
+        return
+    for path in unknown_fields(item.obj, rt):
+        print(f'warning: {item.where}: {_describe(item.obj)}: unknown field "{path}" (ignored)', file=sys.stderr)
+
+
+def _texts(paths: Iterable[str], refusals: _Refusals) -> Iterable[tuple[str, str]]:
+    """Each readable file's name and text, in order; one that cannot be read is refused whole."""
     for p in paths:
         if p == "-":
-            loaded += parse_documents(sys.stdin.read(), "<stdin>")
+            refusals.file("<stdin>")
+            yield "<stdin>", sys.stdin.read()
             continue
         path = Path(p)
         if not path.exists():
-            raise ManifestError(f"{p}: no such file or directory")
+            refusals.add(p, _Refusals.WHOLE_FILE, f"{p}: no such file or directory")
+            continue
         for f in _files(path):
+            refusals.file(str(f))
             try:
                 text = f.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
-                raise ManifestError(f"{f}: cannot read: {exc}") from None
-            loaded += parse_documents(text, str(f))
-    if translate:
-        for item in loaded:
-            _decode_if_known(item)  # translation reads the kinds drasched knows: well typed first
-        loaded = _translated(loaded)
-    if validate:
-        for item in loaded:
-            check_object(item)
-    return loaded
+                refusals.add(str(f), _Refusals.WHOLE_FILE, f"{f}: cannot read: {exc}")
+                continue
+            yield str(f), text
+
+
+def _identity(obj: Obj) -> tuple[str, str, str, str] | None:
+    """apiVersion, kind, namespace and name of an object that has them all (the namespace of
+    a namespaced kind given without one is ``default``, where kubectl puts it); else None."""
+    md = obj.get("metadata")
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not (isinstance(md, dict) and isinstance(api_version, str) and isinstance(kind, str)
+            and isinstance(md.get("name"), str) and md["name"]):
+        return None
+    namespace = md.get("namespace")
+    if not isinstance(namespace, str | None):
+        return None
+    return api_version, kind, namespace or _default_namespace(obj), md["name"]
+
+
+def _default_namespace(obj: Obj) -> str:
+    """``default`` for a kind known to be namespaced, else the empty string."""
+    try:
+        namespaced = kinds.for_object(obj).namespaced
+    except ApiError:  # other schedulers' kinds: as their servers serve them
+        namespaced = any(rt.namespaced for rt in kinds.FOREIGN
+                         if (rt.api_version, rt.kind) == (obj.get("apiVersion"), obj.get("kind")))
+    return "default" if namespaced else ""
+
+
+def _without_repeats(loaded: list[Loaded], refusals: _Refusals) -> list[Loaded]:
+    """``loaded`` with each object once: a repeat with the same content is dropped silently
+    (``kubectl apply`` says "unchanged"); one with other content is a refusal naming both
+    places (applying one over the other would hide which the user meant)."""
+    first: dict[tuple[str, str, str, str], Loaded] = {}
+    kept: list[Loaded] = []
+    for item in loaded:
+        key = _identity(item.obj)
+        if key is None:
+            kept.append(item)
+            continue
+        earlier = first.setdefault(key, item)
+        if earlier is item:
+            kept.append(item)
+            continue
+        difference = _difference(_with_namespace(earlier.obj, key[2]), _with_namespace(item.obj, key[2]))
+        if difference is not None:
+            refusals.refused(item, f"{item.where}: {_describe(item.obj)}: defined again with different content "
+                                   f"(first at {earlier.where}; they differ at {difference}): give each object "
+                                   "once, or repeat it unchanged")
+    return kept
+
+
+def _with_namespace(obj: Obj, namespace: str) -> Obj:
+    """``obj`` with the namespace it is created in written out, for comparing two definitions."""
+    md = obj["metadata"]
+    if not namespace or md.get("namespace") == namespace:
+        return obj
+    return {**obj, "metadata": {**md, "namespace": namespace}}
+
+
+def _difference(a: Any, b: Any, path: str = "") -> str | None:
+    """The path of the first field where ``a`` and ``b`` differ (``spec.x[0].y``), or None.
+    Strict about types, as the JSON is: ``1``, ``1.0`` and ``true`` differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted({*a, *b}, key=str):
+            sub = f"{path}.{k}" if path else str(k)
+            if k not in a or k not in b:
+                return sub
+            found = _difference(a[k], b[k], sub)
+            if found is not None:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
+            found = _difference(x, y, f"{path}[{i}]")
+            if found is not None:
+                return found
+        return None if len(a) == len(b) else f"{path}[{min(len(a), len(b))}]"
+    if type(a) is type(b) and a == b:
+        return None
+    return path or "<the whole object>"
+
+
+def _without_unmodeled(loaded: list[Loaded]) -> list[Loaded]:
+    """``loaded`` less the Kubernetes built-in kinds drasched does not model, with one
+    warning on stderr per kind: where the first is, how many more, what leaving them out
+    changes. A chart carries many such objects beside the ones that matter to scheduling."""
+    left_out: dict[kinds.Unmodeled, list[Loaded]] = {}
+    kept: list[Loaded] = []
+    for item in loaded:
+        entry = kinds.unmodeled(item.obj)
+        if entry is None:
+            kept.append(item)
+        else:
+            left_out.setdefault(entry, []).append(item)
+    for entry, items in left_out.items():
+        more = f" and {len(items) - 1} more {entry.kind} object(s)" if len(items) > 1 else ""
+        print(f"warning: {items[0].where}: {_describe(items[0].obj)}{more}: {entry.why}; left out", file=sys.stderr)
+    return kept
 
 
 def _translated(loaded: list[Loaded]) -> list[Loaded]:
@@ -223,18 +418,21 @@ def _translated(loaded: list[Loaded]) -> list[Loaded]:
             if obj is not None]
 
 
-def _decode_if_known(item: Loaded) -> None:
-    """Decode an object of a kind drasched serves or translates; refuse any other kind."""
+def _decoded_if_known(item: Loaded, refusals: _Refusals) -> bool:
+    """Decode an object of a kind drasched serves or translates and say whether it was;
+    refuse any other kind, or a malformed object."""
     try:
         try:
             rt = kinds.for_object(item.obj)
         except ApiError:
             if decode_foreign(item.obj):
-                return
+                return True
             raise
         decode_object(item.obj, rt)
     except ApiError as exc:
-        raise _refusal(item, exc) from None
+        refusals.refused(item, str(_refusal(item, exc)))
+        return False
+    return True
 
 
 def check_object(item: Loaded) -> None:

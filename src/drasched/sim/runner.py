@@ -71,7 +71,11 @@ def default_controllers() -> list[Controller]:
 
 
 def load_into(store: MemoryStore, objects: Sequence[Obj], sources: Sequence[str] | None = None) -> None:
-    """Create ``objects`` in dependency order; collect every failure, then raise them together."""
+    """Create ``objects`` in dependency order; collect every failure, then raise them together.
+
+    An object given twice with the same content is created once (``kubectl apply`` leaves the
+    repeat "unchanged"); a repeat with other content is refused as the store refuses it,
+    naming where the first was given."""
     for ns in BUILTIN_NAMESPACES:
         if store.peek(kinds.NAMESPACE, ns) is None and not any(
             o.get("kind") == "Namespace" and (o.get("metadata") or {}).get("name") == ns for o in objects
@@ -79,21 +83,33 @@ def load_into(store: MemoryStore, objects: Sequence[Obj], sources: Sequence[str]
             store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     errors: list[str] = []
     indexed = []
+    first: dict[tuple[str, str, str, str], int] = {}
+    repeats: dict[int, int] = {}  # a differing repeat's index -> the first's
     for i, obj in enumerate(objects):
         try:
-            rank = kinds.order_index(kinds.for_object(obj))
+            rt = kinds.for_object(obj)
         except ApiError as exc:
             errors.append(f"{_where(sources, i)}{exc.message}")
             continue
-        indexed.append((rank, i, obj))
+        md = obj.get("metadata") or {}
+        name = md.get("name")
+        if isinstance(name, str) and name:  # compared before any create, which may fill fields in
+            ns = (md.get("namespace") or "default") if rt.namespaced else ""
+            j = first.setdefault((rt.api_version, rt.kind, str(ns), name), i)
+            if j != i:
+                if objects[j] == obj:
+                    continue
+                repeats[i] = j
+        indexed.append((kinds.order_index(rt), i, obj))
     for _, i, obj in sorted(indexed, key=lambda t: (t[0], t[1])):
         try:
             store.restore(obj)
         except ApiError as exc:
             md = obj.get("metadata") or {}
             obj_ns = md.get("namespace") or ""
+            first_at = f" (first given at {sources[repeats[i]]})" if sources and i in repeats else ""
             errors.append(f"{_where(sources, i)}{obj.get('kind')} {obj_ns + '/' if obj_ns else ''}{md.get('name')}: "
-                          f"{exc.message}")
+                          f"{exc.message}{first_at}")
     if errors:
         raise SimulationError(errors)
 
