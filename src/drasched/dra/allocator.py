@@ -62,7 +62,7 @@ from drasched.dra.allocated_state import AllocatedState
 from drasched.dra.capacity import CapacityError, Consumption, consumption
 from drasched.dra.explain import Reason
 from drasched.dra.nodes import node_selector_matches
-from drasched.dra.pools import DeviceEntry, DeviceID, NodePools, Pool, PoolID, PoolIndex
+from drasched.dra.pools import DeviceEntry, DeviceID, NodePools, Pool, PoolID, PoolIndex, qualify
 from drasched.dra.selector_cache import SelectorCache
 
 Obj = dict[str, Any]
@@ -983,8 +983,10 @@ class Allocator:
                 counts[ex.COUNTERS_EXHAUSTED] = counts.get(ex.COUNTERS_EXHAUSTED, 0) + 1
         need = a.n
         if a.all_mode:
-            counts[ex.INSUFFICIENT_CAPACITY] = counts.get(ex.INSUFFICIENT_CAPACITY, 0) + sum(
-                1 for c in a.cands.selectable if c.too_small)
+            for c in a.cands.selectable:
+                if c.too_small:
+                    k = _too_small(a, c)
+                    counts[k] = counts.get(k, 0) + 1
             if listing and free == len(listing):
                 return None
         elif free >= need or (unbounded and free):
@@ -1004,7 +1006,7 @@ class Allocator:
                     details.append(t)
             return ex.TAINTED
         if c.too_small:
-            return ex.INSUFFICIENT_CAPACITY
+            return _too_small(a, c)
         if not a.admin and self.state.in_use(d.id):
             return ex.IN_USE
         if self._capacity_exhausted(c):
@@ -1444,3 +1446,10 @@ class _Search:
         for set_name, counters in d.consumes:
             for cname, v in counters.items():
                 used[(set_name, cname)] -= v
+
+
+def _too_small(a: _Req, c: _Cand) -> str:
+    """Why a device cannot serve a request's capacity: it lacks a capacity asked for, or has too little."""
+    if any(qualify(name, c.dev.driver) not in c.dev.capacity for name in a.capacity or ()):
+        return ex.LACKS_CAPACITY
+    return ex.INSUFFICIENT_CAPACITY

@@ -3,15 +3,21 @@
 Upstream's allocator only answers "no" (or an error); users then read scheduler logs at
 high verbosity. drasched keeps counts per request so that the ``PodScheduled=False``
 message says what did not fit: ``0/3 nodes are available: ... not enough gpu.example.com
-devices: 4 failed class selector, 2 in use``. Reasons from many nodes merge by summing.
+devices: 4 failed class selector, 2 in use, 0 free, need 1``.
+
+Every number is true of each node it is counted for. On one node, the requests of one
+class that failed look at the same devices (the subrequests of a ``firstAvailable`` request,
+or several requests of one class), so one of them speaks for all: the one closest to fitting,
+and each device is counted once. Across nodes, each phrase gets the number of nodes it holds
+for (as upstream counts nodes per reason), and device counts that differ between those nodes
+are given as the most on any one of them (``on each node at most 4 free, need 5``).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 
 __all__ = [
     "ADMIN_ACCESS_DENIED",
@@ -28,6 +34,7 @@ __all__ = [
     "TOO_MANY_RESULTS",
     "Reason",
     "summarize",
+    "summarize_nodes",
 ]
 
 CLASS_MISSING = "class-missing"
@@ -47,6 +54,7 @@ FAILED_CLASS_SELECTOR = "failed class selector"
 FAILED_REQUEST_SELECTOR = "failed request selector"
 UNSUPPORTED = "need a disabled feature"
 TAINTED = "tainted"
+LACKS_CAPACITY = "lack a requested capacity"
 INSUFFICIENT_CAPACITY = "too small"
 IN_USE = "in use"
 COUNTERS_EXHAUSTED = "counters exhausted"
@@ -56,6 +64,7 @@ COUNT_ORDER = (
     FAILED_REQUEST_SELECTOR,
     UNSUPPORTED,
     TAINTED,
+    LACKS_CAPACITY,
     INSUFFICIENT_CAPACITY,
     IN_USE,
     COUNTERS_EXHAUSTED,
@@ -69,6 +78,8 @@ class Reason:
 
     ``counts`` maps a device outcome (see ``COUNT_ORDER``) to how many devices ended there;
     ``details`` names the things involved: pools, taints, counter sets, attributes.
+    ``nodes``: how many of the nodes it is reported with it stands for, each with these same
+    numbers (0: all of them); a reason computed for many nodes at once groups them by value.
     """
 
     kind: str
@@ -79,6 +90,7 @@ class Reason:
     counts: dict[str, int] = field(default_factory=dict)
     details: tuple[str, ...] = ()
     free: int = 0
+    nodes: int = 0
 
     @property
     def message(self) -> str:
@@ -124,32 +136,106 @@ def _phrase(kind: str, cls: str, claim: str, request: str, counts: dict[str, int
     return f"{kind}{extra}"
 
 
-def summarize(reasons: Iterable[Reason]) -> str:
-    """One readable phrase for many reasons: same kind and class merge, counts add up.
+# Kinds whose phrase names the claim: reasons of different claims read differently.
+_NAMES_CLAIM = frozenset({ADMIN_ACCESS_DENIED, COMBINATION, TOO_MANY_RESULTS, CLAIM_ELSEWHERE, CLAIM_TAINTED})
 
-    Phrases are joined by ``"; "`` in first-seen order, so the scheduler can prefix them
-    with ``0/N nodes are available:``.
+
+def _key(r: Reason) -> tuple[str, str, str]:
+    return r.kind, r.class_name, r.claim if r.kind in _NAMES_CLAIM else ""
+
+
+def _one_node(reasons: Iterable[Reason]) -> list[Reason]:
+    """The reasons of one node, one per kind and class (and claim, where the phrase names it).
+
+    Failed requests of one class were counted over the same devices: the one closest to
+    fitting (most free for what it needs; the first on a tie) speaks for them, so a device is
+    counted once, not once per request or ``firstAvailable`` subrequest. Other kinds merge
+    their details.
     """
-    merged: dict[tuple[str, str, str], list[Any]] = {}
+    merged: dict[tuple[str, str, str], Reason] = {}
     for r in reasons:
-        key = (r.kind, r.class_name, "" if r.kind == INSUFFICIENT else r.claim)
-        if key not in merged:
-            merged[key] = [{}, [], r.claim, r.request, 0, 0]
-        m = merged[key]
-        counts, details = m[0], m[1]
-        for k, n in r.counts.items():
-            counts[k] = counts.get(k, 0) + n
-        for d in r.details:
-            if d not in details:
-                details.append(d)
-        m[4] = max(m[4], r.needed)
-        m[5] += r.free
+        k = _key(r)
+        seen = merged.get(k)
+        if seen is None:
+            merged[k] = r
+        elif r.kind == INSUFFICIENT:
+            if r.free - r.needed > seen.free - seen.needed:
+                merged[k] = r
+        else:
+            details = seen.details + tuple(d for d in r.details if d not in seen.details)
+            if details != seen.details:
+                merged[k] = replace(seen, details=details)
+    return list(merged.values())
+
+
+def summarize(reasons: Iterable[Reason]) -> str:
+    """One readable phrase for the reasons of one node, joined by ``"; "`` in first-seen order.
+
+    Requests of one class merge as :func:`_one_node` says; the numbers are that node's.
+    """
     phrases: list[str] = []
-    for (kind, cls, _), (counts, details, claim, request, needed, free) in merged.items():
-        p = _phrase(kind, cls, claim, request, counts, tuple(details), needed, free)
+    for r in _one_node(reasons):
+        p = r.message
         if p not in phrases:
             phrases.append(p)
     return "; ".join(phrases)
+
+
+def summarize_nodes(groups: Iterable[tuple[int, Sequence[Reason]]]) -> list[tuple[int, str]]:
+    """``(nodes, phrase)`` for the reasons of many nodes, in first-seen order.
+
+    Each group is ``(n, reasons)``: ``n`` nodes, each failing for all of ``reasons`` (a reason
+    with ``nodes`` set stands for that many of them instead). A phrase counts the nodes it
+    holds for; its numbers hold on each of them: a device count that differs between them
+    is the most on any one (``up to``, ``at most``).
+    """
+    merged: dict[tuple[str, str, str], list[tuple[int, Reason]]] = {}
+    for n, reasons in groups:
+        for r in _one_node(r for r in reasons if not r.nodes):
+            merged.setdefault(_key(r), []).append((n, r))
+        for r in reasons:
+            if r.nodes:
+                merged.setdefault(_key(r), []).append((r.nodes, r))
+    out: dict[str, int] = {}
+    for entries in merged.values():
+        nodes = sum(n for n, _ in entries)
+        if nodes <= 0:
+            continue
+        if len(entries) == 1 and nodes == 1:
+            p = entries[0][1].message
+        elif entries[0][1].kind == INSUFFICIENT:
+            p = _insufficient_on_each(entries)
+        else:
+            first = entries[0][1]
+            details: list[str] = []
+            for _, r in entries:
+                details += [d for d in r.details if d not in details]
+            p = _phrase(first.kind, first.class_name, first.claim, first.request, first.counts,
+                        tuple(details), first.needed, first.free)
+        out[p] = out.get(p, 0) + nodes
+    return [(n, p) for p, n in out.items()]
+
+
+def _insufficient_on_each(entries: list[tuple[int, Reason]]) -> str:
+    """``not enough X devices: on each node ...`` for several nodes: a number that is the same
+    on all of them is given as it is, one that differs as the most on any of them."""
+    reasons = [r for _, r in entries]
+
+    def value(text: str, values: list[int], differs: str) -> str:
+        hi = max(values)
+        return f"{hi} {text}" if min(values) == hi else f"{differs} {hi} {text}"
+
+    keys = [k for k in COUNT_ORDER if any(r.counts.get(k) for r in reasons)]
+    keys += sorted({k for r in reasons for k, n in r.counts.items() if n and k not in COUNT_ORDER})
+    parts = [value(k, [r.counts.get(k, 0) for r in reasons], "up to") for k in keys]
+    parts.append(value("free", [r.free for r in reasons], "at most"))
+    lo, hi = min(r.needed for r in reasons), max(r.needed for r in reasons)
+    parts.append(f"need {hi}" if lo == hi else f"need {lo} to {hi}")
+    details: list[str] = []
+    for r in reasons:
+        details += [d for d in r.details if d not in details]
+    extra = f" ({', '.join(details)})" if details else ""
+    return f"not enough {reasons[0].class_name} devices: on each node {', '.join(parts)}{extra}"
 
 
 def rename_claims(reasons: list[Reason], old: list[str], new: list[str]) -> list[Reason]:

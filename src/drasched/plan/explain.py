@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from drasched.api import kinds
+from drasched.dra.extended import DeviceClassByResource
 from drasched.plan.outcome import object_key
 from drasched.scheduler.actions.task import MSG_OUTSIDE_DOMAIN, place_task
 from drasched.scheduler.controller import SchedulerController
@@ -145,31 +146,103 @@ def _about_the_pod(failure: str, n_nodes: int) -> bool:
     return (n_nodes > 1 and MSG_OUTSIDE_DOMAIN not in failure) or _QUEUE_LIMIT.search(failure) is not None
 
 
+_INSUFFICIENT = re.compile(r"insufficient (?P<res>[^\s,;]+)")
+_NOT_ENOUGH = re.compile(r"not enough (?P<cls>\S+) devices")
+
+
 def _hints(e: Explanation, sim: Simulation) -> list[str]:
-    """Cheap suggestions: how far a queue is over its limit, the pods holding a full node."""
+    """Cheap suggestions: how far a queue is over its limit, and on a full node the pods whose
+    leaving would give back what is missing (they ask for that resource, or hold devices of
+    that class there); none are named where no pod holds it."""
     hints = []
     limit = _QUEUE_LIMIT.search(e.everywhere or e.message)
     if limit:
         hints.append(_limit_hint(sim, limit["queue"], limit["dim"]))
+    objects = sim.store.all_objects()
+    index = DeviceClassByResource.build(o for o in objects if o.get("kind") == "DeviceClass")
+    unprovided: list[str] = []
     for node, why in e.nodes.items():
-        if "nsufficient" in why or "not enough" in why:
-            holders = sorted(object_key(o) for o in sim.store.all_objects()
-                             if o.get("kind") == "Pod" and (o.get("spec") or {}).get("nodeName") == node
-                             and (o.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
-            if holders:
-                hints.append(f"{node}: room once one of these leaves it: {', '.join(holders)}")
+        resources = [m["res"] for m in _INSUFFICIENT.finditer(why)]
+        classes = [m["cls"] for m in _NOT_ENOUGH.finditer(why)]
+        for r in resources:
+            if r not in unprovided and r not in index and not _provided_by_a_node(objects, r):
+                unprovided.append(r)
+        wanted = set(classes) | {c for r in resources if (c := index.class_for(r)) is not None}
+        pods = _running_on(objects, node)
+        holders = {key for key, pod in pods.items() if any(_asks_for(pod, r) for r in resources)}
+        holders |= _holding_class(objects, node, wanted) & set(pods)
+        if holders:
+            hints.append(f"{node}: room once one of these leaves it: {', '.join(sorted(holders))}")
         if "in use" in why:
             held = _devices_held_on(sim, node)
             if held:
                 hints.append(f"{node}: devices in use: {'; '.join(held)}")
+    hints += [f"no node and no DeviceClass provides {r}: no pod leaving makes room for it" for r in unprovided]
     return hints
+
+
+def _running_on(objects: list[Obj], node: str) -> dict[str, Obj]:
+    return {object_key(o): o for o in objects
+            if o.get("kind") == "Pod" and (o.get("spec") or {}).get("nodeName") == node
+            and (o.get("status") or {}).get("phase") not in ("Succeeded", "Failed")}
+
+
+def _provided_by_a_node(objects: list[Obj], resource: str) -> bool:
+    return any(o.get("kind") == "Node" and resource in ((o.get("status") or {}).get("allocatable") or {})
+               for o in objects)
+
+
+def _asks_for(pod: Obj, resource: str) -> bool:
+    """Whether a container of ``pod`` requests (or limits) ``resource``: its leaving gives it back."""
+    spec = pod.get("spec") or {}
+    for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+        res = c.get("resources") or {}
+        if resource in (res.get("requests") or {}) or resource in (res.get("limits") or {}):
+            return True
+    return False
+
+
+def _holding_class(objects: list[Obj], node: str, classes: set[str]) -> set[str]:
+    """Pods (``NS/NAME``) a claim is reserved for that holds devices of ``classes`` on ``node``'s pools.
+
+    The class is the one the allocated request (or subrequest) names; a device another class
+    also selects is not seen.
+    """
+    if not classes:
+        return set()
+    pools = _pools_of(objects, node)
+    out: set[str] = set()
+    for c in (o for o in objects if o.get("kind") == "ResourceClaim"):
+        st = c.get("status") or {}
+        results = ((st.get("allocation") or {}).get("devices") or {}).get("results") or []
+        if any((r.get("driver"), r.get("pool")) in pools and _request_class(c, str(r.get("request", ""))) in classes
+               for r in results):
+            ns = (c.get("metadata") or {}).get("namespace", "")
+            out |= {f"{ns}/{r.get('name')}" for r in st.get("reservedFor") or [] if r.get("resource") == "pods"}
+    return out
+
+
+def _request_class(claim: Obj, name: str) -> str | None:
+    """The device class of a claim's request ``name`` (``request/subrequest`` for firstAvailable)."""
+    main, _, sub = name.partition("/")
+    for r in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
+        if r.get("name") != main:
+            continue
+        if sub:
+            return next((s.get("deviceClassName") for s in r.get("firstAvailable") or [] if s.get("name") == sub), None)
+        return (r.get("exactly") or {}).get("deviceClassName") or r.get("deviceClassName")
+    return None
+
+
+def _pools_of(objects: list[Obj], node: str) -> set[tuple[Any, Any]]:
+    return {((o.get("spec") or {}).get("driver"), ((o.get("spec") or {}).get("pool") or {}).get("name"))
+            for o in objects if o.get("kind") == "ResourceSlice" and (o.get("spec") or {}).get("nodeName") == node}
 
 
 def _devices_held_on(sim: Simulation, node: str) -> list[str]:
     """``device by claim NS/NAME (pods)`` for each allocated device of the slices of ``node``."""
     objects = sim.store.all_objects()
-    pools = {((o.get("spec") or {}).get("driver"), ((o.get("spec") or {}).get("pool") or {}).get("name"))
-             for o in objects if o.get("kind") == "ResourceSlice" and (o.get("spec") or {}).get("nodeName") == node}
+    pools = _pools_of(objects, node)
     out = []
     for c in (o for o in objects if o.get("kind") == "ResourceClaim"):
         st = c.get("status") or {}

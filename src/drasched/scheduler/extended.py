@@ -45,7 +45,6 @@ from typing import Any
 import numpy as np
 
 from drasched.api import kinds
-from drasched.dra import explain as ex
 from drasched.dra.explain import Reason
 from drasched.dra.extended import pod_dra_resources, special_claim_requests
 from drasched.dra.pools import format_quantity, quantity
@@ -55,7 +54,7 @@ from drasched.scheduler.constants import GPU
 from drasched.scheduler.devices import DeviceAccounting
 from drasched.scheduler.fraction import GPU_FRACTION_ANNOTATION
 from drasched.scheduler.gpus import GpuInventory
-from drasched.scheduler.plugins.fit import EPSILON, RowNeed, insufficient
+from drasched.scheduler.plugins.fit import EPSILON, RowNeed, device_reasons, insufficient
 from drasched.scheduler.podinfo import NodeInfo, PodInfo
 from drasched.scheduler.resources import ResourceIndex
 
@@ -237,9 +236,7 @@ class ExtendedIndex:
             short = bad & ~dp
             if short.any():
                 crow = self.class_rows[cls]
-                dra.append(Reason(ex.INSUFFICIENT, class_name=cls, needed=int(v),
-                                  counts={ex.IN_USE: int(used[crow][short].sum())} if used[crow][short].any() else {},
-                                  free=int(np.maximum(idle[crow][short], 0).sum())))
+                dra += device_reasons(cls, int(v), used[crow][short], idle[crow][short])
                 dra_nodes |= short
             failing |= bad
         if px.fraction is not None:

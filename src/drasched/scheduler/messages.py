@@ -1,8 +1,10 @@
 """Why a pod is unschedulable, as one message: ``0/N nodes are available: ...``.
 
-Per-node reasons are counted as upstream does (a node can give several), DRA reasons from
-all nodes merge into one phrase through :func:`drasched.dra.explain.summarize`, and reasons
-that are not about nodes (a queue over its limit) are appended.
+Per-node reasons are counted as upstream does (a node can give several). DRA reasons go
+through :func:`drasched.dra.explain.summarize_nodes`: each phrase counts the nodes it holds
+for, and its numbers hold on each of them. The reasons of a single node stay one item
+(``1 not enough ... ; constraint unmet: ...``). Reasons that are not about nodes (a queue over
+its limit) are appended.
 """
 
 from __future__ import annotations
@@ -10,27 +12,42 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from drasched.dra.explain import Reason, summarize
+from drasched.dra.explain import Reason, summarize_nodes
+
+_NO_REASON = "resource claims cannot be allocated"
 
 
 @dataclass
 class Diagnosis:
     n_nodes: int
     counts: Counter[str] = field(default_factory=Counter)
-    dra_nodes: int = 0
-    """Nodes where the pod's claims cannot be allocated."""
-    dra_reasons: list[Reason] = field(default_factory=list)
+    dra: list[tuple[int, list[Reason]]] = field(default_factory=list)
+    """``(nodes, reasons)``: nodes where the pod's claims cannot be allocated, each for all of
+    the reasons (a reason with ``nodes`` set stands for that many of them)."""
     extra: list[str] = field(default_factory=list)
 
     def add_dra(self, nodes: int, reasons: list[Reason]) -> None:
-        self.dra_nodes += nodes
-        self.dra_reasons.extend(reasons)
+        if nodes > 0:
+            self.dra.append((nodes, list(reasons)))
+
+    @property
+    def dra_nodes(self) -> int:
+        """Nodes where the pod's claims cannot be allocated."""
+        return sum(n for n, _ in self.dra)
+
+    def dra_parts(self) -> list[tuple[int, str]]:
+        """``(nodes, phrase)`` for the DRA reasons; one node's phrases stay together."""
+        parts = summarize_nodes(self.dra)
+        bare = sum(n for n, reasons in self.dra if not reasons)
+        if bare:
+            parts.append((bare, _NO_REASON))
+        if self.dra_nodes == 1 and len(parts) > 1:
+            return [(1, "; ".join(p for _, p in parts))]
+        return parts
 
     def message(self) -> str:
         parts = [(n, text) for text, n in self.counts.items() if n]
-        if self.dra_nodes:
-            merged = summarize(self.dra_reasons)
-            parts.append((self.dra_nodes, merged or "resource claims cannot be allocated"))
+        parts += self.dra_parts()
         parts.sort(key=lambda t: (-t[0], t[1]))
         items = [f"{n} {text}" for n, text in parts] + self.extra
         if not items:

@@ -6,7 +6,7 @@ import pytest
 
 from drasched.dra.allocated_state import AllocatedState
 from drasched.dra.allocator import Allocator, Features
-from drasched.dra.explain import summarize
+from drasched.dra.explain import summarize, summarize_nodes
 from tests.unit.dra.dra_builders import (
     DRIVER,
     claim,
@@ -410,7 +410,7 @@ def test_request_policy_valid_values_round_up() -> None:
 def test_capacity_request_for_unknown_capacity_skips_the_device() -> None:
     out = alloc_for([shared_nic()]).allocate(N1, [claim("c", exact("nic", capacity={"requests": {"iops": "1"}}))])
     assert not out.ok
-    assert "too small" in out.message
+    assert "1 lack a requested capacity, 0 free" in out.message
 
 
 def test_capacity_request_filters_exclusive_devices() -> None:
@@ -568,14 +568,26 @@ def test_config_from_class_then_claim_with_request_scoping() -> None:
     ]
 
 
-def test_reasons_from_two_nodes_merge_by_summing() -> None:
+def test_reasons_from_two_nodes_merge_without_summing() -> None:
     a = alloc_for([gpus("node-1", 1), gpus("node-2", 1)], claims_in_use=[claim(
         "old", exact("gpu"), allocation={"devices": {"results": [
             {"request": "gpu", "driver": DRIVER, "pool": "node-2", "device": "gpu-0"}]}})])
     r1 = a.allocate(N1, [claim("c", exact("gpu", count=2))]).reasons
     r2 = a.allocate(node("node-2"), [claim("c", exact("gpu", count=2))]).reasons
     assert summarize(r1) == "not enough gpu.example.com devices: 1 free, need 2"
-    assert summarize(r1 + r2) == "not enough gpu.example.com devices: 1 in use, 1 free, need 2"
+    assert summarize_nodes([(1, r1), (1, r2)]) == [
+        (2, "not enough gpu.example.com devices: on each node up to 1 in use, at most 1 free, need 2")]
+
+
+def test_first_available_subrequests_count_each_device_once() -> None:
+    # One node, its 2 GPUs taken; three subrequests all fail on the same 2 devices.
+    held = claim("old", exact("gpu", count=2), allocation={"devices": {"results": [
+        {"request": "gpu", "driver": DRIVER, "pool": "node-1", "device": f"gpu-{i}"} for i in range(2)]}})
+    subs = {"name": "gpu", "firstAvailable": [{"name": f"s{i}", "deviceClassName": DRIVER, "count": i + 1}
+                                              for i in range(3)]}
+    out = alloc_for([gpus("node-1", 2)], claims_in_use=[held]).allocate(N1, [claim("c", subs)])
+    assert not out.ok and len(out.reasons) == 3
+    assert out.message == "not enough gpu.example.com devices: 2 in use, 0 free, need 1"
 
 
 # ---------------------------------------------------------------- memo and errors

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from drasched.api.manifest import dump_yaml
 from drasched.cli import main
@@ -68,3 +69,62 @@ def test_a_device_in_use_names_the_claim_and_pod_holding_it() -> None:
     e = explain(_manifests("dra/020-second-pod-finds-device-in-use.yaml"), "default/pod-b")
     assert e.nodes == {"node-1": "not enough gpu.example.com devices: 1 in use, 0 free, need 1"}
     assert "node-1: devices in use: gpu-0 by claim default/claim-a (default/pod-a)" in e.hints
+
+
+_NODE = """
+apiVersion: v1
+kind: Node
+metadata: {name: n}
+status: {allocatable: {cpu: "16", memory: 64Gi, pods: "110"}}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: n-gpus}
+spec:
+  driver: gpu.example.com
+  nodeName: n
+  pool: {name: n, generation: 1, resourceSliceCount: 1}
+  devices: [{name: gpu-0}]
+"""
+
+
+def _pod(name: str, *, limits: dict | None = None, claim: str | None = None) -> dict:
+    ctr: dict = {"name": "main", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+    spec: dict = {"schedulerName": "drasched", "containers": [ctr]}
+    if limits:
+        ctr["resources"]["limits"] = limits
+    if claim:
+        ctr["resources"]["claims"] = [{"name": "c"}]
+        spec["resourceClaims"] = [{"name": "c", "resourceClaimName": claim}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+def _claim(name: str) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}
+
+
+def test_the_room_hint_names_only_pods_holding_what_is_missing() -> None:
+    objs = [*yaml.safe_load_all(_NODE), _claim("held"), _claim("wanted"),
+            _pod("a-holder", claim="held"), _pod("a-bystander"), _pod("b-waiting", claim="wanted")]
+    e = explain(objs, "default/b-waiting")
+    assert e.nodes == {"n": "not enough gpu.example.com devices: 1 in use, 0 free, need 1"}
+    assert e.hints[0] == "n: room once one of these leaves it: default/a-holder"  # not default/a-bystander
+    assert e.hints[1].startswith("n: devices in use: gpu-0 by claim default/held")
+
+
+def test_no_room_hint_for_a_resource_nothing_provides() -> None:
+    # pod0 holds the class's implicit extended resource; pod1 asks for a name no node or class provides.
+    objs = [*yaml.safe_load_all(_NODE),
+            _pod("pod0", limits={"deviceclass.resource.kubernetes.io/gpu.example.com": "1"}),
+            _pod("pod1", limits={"example.com/gpu": "1"})]
+    e = explain(objs, "default/pod1")
+    assert e.nodes == {"n": "insufficient example.com/gpu"}
+    assert e.hints == ["no node and no DeviceClass provides example.com/gpu: no pod leaving makes room for it"]

@@ -8,6 +8,7 @@ import numpy as np
 
 from drasched.scheduler.config import SchedulerConfig
 from drasched.scheduler.framework.profile import Profile
+from drasched.scheduler.messages import Diagnosis
 from drasched.scheduler.plugins.fit import RowNeed, class_reasons, fit_mask, fit_reasons
 from drasched.scheduler.plugins.nodeorder import order_nodes
 from drasched.scheduler.plugins.predicates import static_filter, tolerates, untolerated_taint
@@ -69,12 +70,19 @@ def test_fit_compares_only_requested_rows_and_counts_reasons() -> None:
     assert counts == {"insufficient cpu": 1, "insufficient nvidia.com/gpu": 1}
 
 
-def test_class_reasons_sum_over_nodes_in_the_allocators_words() -> None:
-    idle = np.array([[0.0, 1.0, 3.0]])
-    used = np.array([[4.0, 3.0, 1.0]])
-    nodes, reasons = class_reasons(idle, used, [("gpu.example.com", RowNeed(0, "x", 2.0))], np.ones(3, dtype=bool))
-    assert nodes == 2
-    assert reasons[0].message == "not enough gpu.example.com devices: 7 in use, 1 free, need 2"
+def test_class_reasons_keep_each_nodes_numbers_in_the_allocators_words() -> None:
+    # Nodes with the same numbers share a reason; numbers are never summed over nodes.
+    idle = np.array([[0.0, 1.0, 3.0, 1.0]])
+    used = np.array([[4.0, 3.0, 1.0, 3.0]])
+    nodes, reasons = class_reasons(idle, used, [("gpu.example.com", RowNeed(0, "x", 2.0))], np.ones(4, dtype=bool))
+    assert nodes == 3
+    assert sorted((r.nodes, r.message) for r in reasons) == [
+        (1, "not enough gpu.example.com devices: 4 in use, 0 free, need 2"),
+        (2, "not enough gpu.example.com devices: 3 in use, 1 free, need 2")]
+    d = Diagnosis(4)
+    d.add_dra(nodes, reasons)
+    assert d.message() == ("0/4 nodes are available: 3 not enough gpu.example.com devices: "
+                           "on each node up to 4 in use, at most 1 free, need 2.")
 
 
 def test_binpack_prefers_the_fullest_node_and_spread_the_emptiest() -> None:

@@ -65,7 +65,8 @@ def class_reasons(idle: np.ndarray, used: np.ndarray, needs: Sequence[tuple[str,
                   among: np.ndarray) -> tuple[int, list[Reason]]:
     """Nodes of ``among`` without enough free devices of a class, and the reasons in the allocator's words.
 
-    One reason per class sums over the nodes (as :func:`~drasched.dra.explain.summarize` would).
+    Per class, one reason for each distinct (in use, free) pair, standing for the nodes that
+    have it (``Reason.nodes``): the numbers are each node's, never a sum over nodes.
     """
     failing = np.zeros_like(among)
     reasons: list[Reason] = []
@@ -73,12 +74,19 @@ def class_reasons(idle: np.ndarray, used: np.ndarray, needs: Sequence[tuple[str,
         bad = among & (idle[n.row] < n.value - EPSILON)
         if not bad.any():
             continue
-        in_use = int(used[n.row][bad].sum())
-        free = int(np.maximum(idle[n.row][bad], 0).sum())
-        reasons.append(Reason(ex.INSUFFICIENT, class_name=cls, needed=int(n.value),
-                              counts={ex.IN_USE: in_use} if in_use else {}, free=free))
+        reasons += device_reasons(cls, int(n.value), used[n.row][bad], idle[n.row][bad])
         failing |= bad
     return int(failing.sum()), reasons
+
+
+def device_reasons(cls: str, needed: int, used: np.ndarray, idle: np.ndarray) -> list[Reason]:
+    """Reasons for nodes short of devices of ``cls`` (their ``used`` and ``idle`` devices): one for
+    each distinct (in use, free) pair, standing for the nodes that have it."""
+    pairs = np.floor(np.stack([used, np.maximum(idle, 0)]) + EPSILON).astype(np.int64)
+    values, nodes = np.unique(pairs, axis=1, return_counts=True)
+    return [Reason(ex.INSUFFICIENT, class_name=cls, needed=needed, counts={ex.IN_USE: in_use} if in_use else {},
+                   free=free, nodes=k)
+            for (in_use, free), k in zip(values.T.tolist(), nodes.tolist())]
 
 
 _FREED = (ClusterEvent("Pod", DELETE), ClusterEvent("Pod", UPDATE), ClusterEvent("Node", ADD),
