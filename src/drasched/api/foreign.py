@@ -9,9 +9,13 @@ so the scheduler core never learns a second vocabulary:
   same name (pods join it through ``spec.schedulingGroup.podGroupName``, which the scheduler
   reads directly). The Workload itself is consumed: it only carries templates.
 * KAI-Scheduler's ``scheduling.run.ai/v2`` **Queue** and ``v2alpha2`` **PodGroup** become a
-  drasched Queue and PodGroup; a pod's ``kai.scheduler/queue`` (or the older ``runai/queue``)
-  label, ``pod-group-name`` annotation and ``gpu-fraction`` annotation become drasched's
-  ``drasched.io/queue``, ``drasched.io/pod-group`` and ``drasched.io/gpu-fraction``.
+  drasched Queue and PodGroup (its ``kai.scheduler/v1`` **Topology** is set aside with a
+  warning: the levels a PodGroup names are node label keys already); a pod's
+  ``kai.scheduler/queue`` (or the older ``runai/queue``) label, ``pod-group-name`` annotation
+  and ``gpu-fraction`` annotation become drasched's ``drasched.io/queue``,
+  ``drasched.io/pod-group`` and ``drasched.io/gpu-fraction``. KAI's queue and
+  ``priorityClassName`` labels on a workload are read where drasched reads a workload's
+  labels (the implicit-gang controller, the pod's priority); here they are only checked.
 
 Every field with no meaning here gives a warning that names the object and the field, and
 the rest goes on (docs/design.md, "Other schedulers' objects"). Pure functions: no I/O.
@@ -39,7 +43,10 @@ template (v1alpha2 ``podGroupTemplateRef.workload.{workloadName, podGroupTemplat
 ``PodGroup`` / ``Pod``, v1beta1 the one-of ``{all: {}}`` / ``{single: {}}``)."""
 KAI_QUEUE_VERSION = "scheduling.run.ai/v2"
 KAI_POD_GROUP_VERSION = "scheduling.run.ai/v2alpha2"
+KAI_TOPOLOGY_VERSION = "kai.scheduler/v1"
 DRASCHED_VERSION = "scheduling.drasched.io/v1alpha1"
+PRIORITY_CLASS = ("scheduling.k8s.io/v1", "PriorityClass")
+SYSTEM_CLASSES = ("system-node-critical", "system-cluster-critical")
 
 TRANSLATED_FROM = "drasched.io/translated-from"
 """Annotation on a translated object: the apiVersion and kind it was written as."""
@@ -49,6 +56,9 @@ GPU_FRACTION = "drasched.io/gpu-fraction"
 KAI_QUEUE_LABELS = ("kai.scheduler/queue", "runai/queue")
 """KAI's queue label: ``kai.scheduler/queue`` since KAI v0.10, ``runai/queue`` before."""
 KAI_POD_GROUP_ANNOTATION = "pod-group-name"
+KAI_PRIORITY_LABEL = "priorityClassName"
+"""KAI's priority label on a workload or pod (KAI's docs/priority examples): the PriorityClass
+its pods run at when the pod spec names none."""
 KAI_GPU_FRACTION = "gpu-fraction"
 GPU = "nvidia.com/gpu"
 
@@ -78,7 +88,8 @@ def is_foreign(obj: Obj) -> bool:
     """Whether ``obj`` is one of the kinds this module translates (pods aside)."""
     return (is_upstream(obj, "PodGroup") or is_upstream(obj, "Workload")
             or (obj.get("apiVersion"), obj.get("kind")) in ((KAI_QUEUE_VERSION, "Queue"),
-                                                           (KAI_POD_GROUP_VERSION, "PodGroup")))
+                                                           (KAI_POD_GROUP_VERSION, "PodGroup"),
+                                                           (KAI_TOPOLOGY_VERSION, "Topology")))
 
 
 def translate(objects: Iterable[Obj]) -> Translation:
@@ -93,7 +104,9 @@ def translate(objects: Iterable[Obj]) -> Translation:
     native = {(o.get("kind"), _key(o)) for o in objs if o.get("apiVersion") == DRASCHED_VERSION}
     out = Translation()
     _check_workloads(workloads.values(), groups, out.warnings)
+    classes = {_name(o) for o in objs if (o.get("apiVersion"), o.get("kind")) == PRIORITY_CLASS} | set(SYSTEM_CLASSES)
     for o in objs:
+        _check_kai_labels(o, classes, out.warnings)
         version_kind = (o.get("apiVersion"), o.get("kind"))
         t: Obj | None
         if is_upstream(o, "Workload"):
@@ -104,6 +117,9 @@ def translate(objects: Iterable[Obj]) -> Translation:
             t = kai_queue(o, out.warnings)
         elif version_kind == (KAI_POD_GROUP_VERSION, "PodGroup"):
             t = kai_pod_group(o, out.warnings)
+        elif version_kind == (KAI_TOPOLOGY_VERSION, "Topology"):
+            kai_topology(o, out.warnings)
+            t = None
         elif version_kind == ("v1", "Pod"):
             t = kai_pod(o, out.warnings)
         else:
@@ -348,6 +364,16 @@ def kai_pod_group(pg: Obj, warnings: list[str]) -> Obj:
     return _drasched("PodGroup", pg, out)
 
 
+def kai_topology(topology: Obj, warnings: list[str]) -> None:
+    """A KAI Topology is set aside: drasched's topology keys are node label keys, which a KAI
+    PodGroup's ``requiredTopologyLevel`` / ``preferredTopologyLevel`` already are, so the named
+    hierarchy adds nothing to place by (a PodGroup's reference to it is warned about there)."""
+    levels = [str((lv or {}).get("nodeLabel")) for lv in (topology.get("spec") or {}).get("levels") or []]
+    shown = f" ({', '.join(levels)})" if levels else ""
+    warnings.append(f"{_what(topology)}: ignored: drasched needs no Topology object; a PodGroup's topology level "
+                    f"is the node label key itself{shown}")
+
+
 def kai_pod(pod: Obj, warnings: list[str]) -> Obj:
     """A pod with KAI's queue label, group or GPU-fraction annotation, with drasched's added.
 
@@ -378,6 +404,50 @@ def kai_pod(pod: Obj, warnings: list[str]) -> Obj:
     if annotations:
         out["metadata"]["annotations"] = annotations
     return out
+
+
+def _check_kai_labels(o: Obj, classes: set[str], warnings: list[str]) -> None:
+    """Say where KAI's labels on a workload or pod will not be read as written: its queue label
+    against drasched's (drasched's wins; a pod's is warned about by :func:`kai_pod`), its
+    ``priorityClassName`` label against ``spec.priorityClassName`` or a class not in the input."""
+    labels = _labels(o)
+    if not labels or o.get("kind") in ("PriorityClass", "Queue", "PodGroup", "Workload"):
+        return
+    ours = labels.get(QUEUE_LABEL)
+    if o.get("kind") != "Pod" and ours:
+        for k in KAI_QUEUE_LABELS:
+            if labels.get(k) and labels[k] != ours:
+                warnings.append(f"{_what(o)}: metadata.labels[{k}] {labels[k]!r} ignored: {QUEUE_LABEL} says {ours!r}")
+    name = labels.get(KAI_PRIORITY_LABEL)
+    if not name:
+        return
+    spec = o.get("spec") or {}
+    named = spec.get("priorityClassName") if o.get("kind") == "Pod" else _template_priority_class(o)
+    path = f"metadata.labels[{KAI_PRIORITY_LABEL}]"
+    if named and named != name:
+        where = "spec.priorityClassName" if o.get("kind") == "Pod" else "its pod template's spec.priorityClassName"
+        warnings.append(f"{_what(o)}: {path} {name!r} ignored: {where} says {named!r}")
+    elif not named and name not in classes:
+        warnings.append(f"{_what(o)}: {path}: PriorityClass {name!r} does not exist; ignored, the pods keep "
+                        "their own priority (KAI falls back to its default class)")
+
+
+def _template_priority_class(workload: Obj) -> str | None:
+    """The ``priorityClassName`` of a workload's pod template (a JobSet's first Job's)."""
+    spec = workload.get("spec") or {}
+    if workload.get("kind") == "JobSet":
+        rjobs = spec.get("replicatedJobs") or [{}]
+        spec = (((rjobs[0] or {}).get("template") or {}).get("spec") or {})
+    return (((spec.get("template") or {}).get("spec") or {}).get("priorityClassName")) or None
+
+
+def labelled_queue(labels: dict[str, str]) -> str | None:
+    """The queue a workload's or pod's labels name: ``drasched.io/queue``, else KAI's
+    ``kai.scheduler/queue`` or ``runai/queue`` (KAI reads its label on the workload first)."""
+    ours = labels.get(QUEUE_LABEL)
+    if ours:
+        return ours
+    return next((labels[k] for k in KAI_QUEUE_LABELS if labels.get(k)), None)
 
 
 # ---- helpers -----------------------------------------------------------------------------------

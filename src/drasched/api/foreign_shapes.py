@@ -1,6 +1,7 @@
 """The JSON shapes of other schedulers' objects that :mod:`drasched.api.foreign` translates:
 the upstream gang API (``scheduling.k8s.io`` v1alpha2/v1beta1 Workload and PodGroup) and
-KAI-Scheduler's ``scheduling.run.ai`` Queue (v2) and PodGroup (v2alpha2).
+KAI-Scheduler's ``scheduling.run.ai`` Queue (v2) and PodGroup (v2alpha2), and its
+``kai.scheduler/v1`` Topology (set aside with a warning).
 
 They are decoded before translation, as their own API servers would decode them, so the
 translation only reads well-typed fields. Only the fields the translation reads are
@@ -16,6 +17,7 @@ import msgspec
 
 from drasched.api.decode import decode_as
 from drasched.api.decode_views import Int32
+from drasched.api.errors import BadRequest
 from drasched.api.models import ObjectMeta, View
 from drasched.api.shapes import struct_shape
 
@@ -163,6 +165,22 @@ class KaiPodGroup(View):
     spec: KaiPodGroupSpec = msgspec.field(default_factory=KaiPodGroupSpec)
 
 
+class KaiTopologyLevel(View):
+    node_label: str = ""
+
+
+class KaiTopologySpec(View):
+    levels: list[KaiTopologyLevel] = []
+
+
+class KaiTopology(View):
+    """``kai.scheduler/v1`` Topology: read only to be set aside (a PodGroup's level is a node
+    label key here, so the named hierarchy adds nothing)."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: KaiTopologySpec = msgspec.field(default_factory=KaiTopologySpec)
+
+
 FOREIGN_VIEWS: dict[tuple[str, str], type[View]] = {
     ("scheduling.k8s.io/v1alpha2", "Workload"): Workload,
     ("scheduling.k8s.io/v1beta1", "Workload"): WorkloadV1beta1,
@@ -170,6 +188,7 @@ FOREIGN_VIEWS: dict[tuple[str, str], type[View]] = {
     ("scheduling.k8s.io/v1beta1", "PodGroup"): UpstreamPodGroupV1beta1,
     ("scheduling.run.ai/v2", "Queue"): KaiQueue,
     ("scheduling.run.ai/v2alpha2", "PodGroup"): KaiPodGroup,
+    ("kai.scheduler/v1", "Topology"): KaiTopology,
 }
 
 
@@ -179,7 +198,25 @@ def decode_foreign(obj: dict[str, Any]) -> bool:
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     view = FOREIGN_VIEWS.get((api_version, kind)) if isinstance(api_version, str) and isinstance(kind, str) else None
     if view is None:
+        _refuse_unread_version(api_version, kind)
         return False
     group, _, version = str(api_version).rpartition("/")
     decode_as(obj, struct_shape(view), kind=str(kind), group=group, version=version)
     return True
+
+
+UPSTREAM_READ = {"scheduling.k8s.io/v1beta1": "Kubernetes 1.37", "scheduling.k8s.io/v1alpha2": "1.36"}
+"""The gang API versions read, newest first (the first is the one to write)."""
+
+
+def _refuse_unread_version(api_version: object, kind: object) -> None:
+    """A gang API kind in a version drasched does not read (1.35's ``v1alpha1`` Workload, whose
+    ``podGroups[].policy`` shape no later version kept): refused, naming the versions that are
+    read, as an older resource.k8s.io version is (:mod:`drasched.api.conversion`)."""
+    if kind not in ("Workload", "PodGroup") or not isinstance(api_version, str) \
+            or not api_version.startswith("scheduling.k8s.io/") or api_version in UPSTREAM_READ:
+        return
+    newest, *older = UPSTREAM_READ
+    also = ", ".join(f"{v} ({UPSTREAM_READ[v]})" for v in older)
+    raise BadRequest(f"{api_version} {kind} is not read by drasched: write it as {newest} "
+                     f"({UPSTREAM_READ[newest]}; also read: {also})")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from drasched.api.foreign import KAI_POD_GROUP_ANNOTATION, KAI_QUEUE_LABELS
+from drasched.api.foreign import KAI_POD_GROUP_ANNOTATION, KAI_PRIORITY_LABEL, KAI_QUEUE_LABELS
 from drasched.quantity import QuantityError
 from drasched.scheduler.claims import ClaimEntry, claim_entries
 from drasched.scheduler.constants import GPU, POD_GROUP_LABEL, POD_SCHEDULED, PODS, QUEUE_LABEL, UNSCHEDULABLE
@@ -122,6 +122,17 @@ def queue_label(labels: Obj) -> str | None:
     return None
 
 
+def labelled_priority(labels: Obj, spec: Obj, priority_of_class: dict[str, int]) -> int | None:
+    """The priority of KAI-Scheduler's ``priorityClassName`` label, read as KAI reads it: only
+    where ``spec.priorityClassName`` names no class (the API server resolved that one into
+    ``spec.priority``, and it wins); a label naming a class that does not exist is ignored, as
+    KAI falls back to its default (here: the pod's own priority). None: no such label applies."""
+    name = labels.get(KAI_PRIORITY_LABEL)
+    if not name or spec.get("priorityClassName"):
+        return None
+    return priority_of_class.get(name)
+
+
 def group_label(md: Obj) -> str | None:
     """The PodGroup a pod's metadata names: its ``drasched.io/pod-group`` label, else
     KAI-Scheduler's ``pod-group-name`` annotation (an alias)."""
@@ -224,6 +235,9 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKe
     priority = spec.get("priority")
     if priority is None:
         priority = priority_of_class.get(spec.get("priorityClassName") or "", 0)
+    if labels and KAI_PRIORITY_LABEL in labels:  # (most pods have no such label)
+        labelled = labelled_priority(labels, spec, priority_of_class)
+        priority = labelled if labelled is not None else priority
     return PodInfo(  # positional, in field order: half the cost of keywords, paid once per pod
         key,  # key
         str(md.get("namespace", "")),  # namespace

@@ -198,6 +198,8 @@ class SnapshotBuilder:
         self._pods: dict[str, PodInfo] = {}
         """Pod key -> the pod parsed from the cache's object (the store never changes an object
         in place: a new version is a new object)."""
+        self._prio: dict[str, int] | None = None
+        """The PriorityClass values the memoised pods were parsed with."""
         self._dims: dict[int, tuple[dict[str, float], dict[str, float]]] = {}
         self._dims_of: DeviceAccounting | None = None
         """id() of a requests dict -> (that dict, its demand) for :attr:`_dims_of`'s accounting:
@@ -332,6 +334,8 @@ class SnapshotBuilder:
         ns_labels = {k: dict((o.get("metadata") or {}).get("labels") or {})
                      for k, o in cache.objects(kinds.NAMESPACE).items()}
         prio = {k: int(o.get("value") or 0) for k, o in cache.objects(kinds.PRIORITY_CLASS).items()}
+        if prio != self._prio:  # a pod's priority may come from a class by name (KAI's priorityClassName label)
+            self._pods, self._prio = {}, prio
         node_objs, nodes, node_pos = self._node_rows(cache)
         classes = list(cache.objects(kinds.DEVICE_CLASS).values())
         accounting = DeviceAccounting(classes, cfg.gpu_device_classes)

@@ -191,3 +191,60 @@ def test_convert_prints_drasched_objects_and_warnings(tmp_path: Path, capsys: py
     assert docs[1]["metadata"]["labels"]["drasched.io/queue"] == "team-a"
     assert err == "warning: scheduling.run.ai/v2 Queue team-a: spec.displayName has no meaning here (a display " \
                   "name); ignored\n"
+
+
+def test_a_kai_topology_is_set_aside_with_a_warning_naming_its_levels() -> None:
+    from drasched.api.foreign_shapes import decode_foreign
+
+    topo = {"apiVersion": "kai.scheduler/v1", "kind": "Topology", "metadata": {"name": "t"},
+            "spec": {"levels": [{"nodeLabel": "rack"}, {"nodeLabel": "kubernetes.io/hostname"}]}}
+    assert decode_foreign(topo), "read, not refused as a kind no one registered"
+    out = translate([topo])
+    assert out.objects == [None]
+    assert out.warnings == ["kai.scheduler/v1 Topology t: ignored: drasched needs no Topology object; a PodGroup's "
+                            "topology level is the node label key itself (rack, kubernetes.io/hostname)"]
+
+
+@pytest.mark.parametrize("kind", ["Workload", "PodGroup"])
+def test_an_unread_gang_api_version_is_refused_naming_the_versions_read(kind: str) -> None:
+    from drasched.api.errors import BadRequest
+    from drasched.api.foreign_shapes import decode_foreign
+
+    with pytest.raises(BadRequest) as exc:
+        decode_foreign({"apiVersion": "scheduling.k8s.io/v1alpha1", "kind": kind, "metadata": {"name": "w"}})
+    assert exc.value.message == (f"scheduling.k8s.io/v1alpha1 {kind} is not read by drasched: write it as "
+                                 "scheduling.k8s.io/v1beta1 (Kubernetes 1.37; also read: scheduling.k8s.io/v1alpha2 "
+                                 "(1.36))")
+    assert not decode_foreign({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass"})
+
+
+def test_kai_labels_on_a_workload_that_will_not_be_read_as_written_warn() -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "ml", "labels": {
+        "drasched.io/queue": "ours", "kai.scheduler/queue": "theirs", "priorityClassName": "build"}},
+        "spec": {"template": {"spec": {"priorityClassName": "train"}}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml",
+                                                         "labels": {"priorityClassName": "typo"}}, "spec": {}}
+    known = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "q", "namespace": "ml",
+                                                           "labels": {"priorityClassName": "build"}}, "spec": {}}
+    build = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "build"}, "value": 1}
+    assert translate([build, job, pod, known]).warnings == [
+        "batch/v1 Job ml/j: metadata.labels[kai.scheduler/queue] 'theirs' ignored: drasched.io/queue says 'ours'",
+        "batch/v1 Job ml/j: metadata.labels[priorityClassName] 'build' ignored: its pod template's "
+        "spec.priorityClassName says 'train'",
+        "v1 Pod ml/p: metadata.labels[priorityClassName]: PriorityClass 'typo' does not exist; ignored, the pods keep "
+        "their own priority (KAI falls back to its default class)",
+    ]
+
+
+def test_simulate_refuses_a_1_35_workload_naming_the_versions_read(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # /tmp repro: KAI's docs point at Kubernetes 1.35's scheduling.k8s.io/v1alpha1 Workload
+    src = tmp_path / "workload.yaml"
+    src.write_text(yaml.safe_dump({"apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload",
+                                   "metadata": {"name": "training", "namespace": "default"},
+                                   "spec": {"podGroups": [{"name": "workers", "policy": {"gang": {"minCount": 4}}}]}}))
+    assert cli_main(["simulate", str(src)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {src}: document 0: Workload default/training: scheduling.k8s.io/v1alpha1 Workload is not read by "
+        "drasched: write it as scheduling.k8s.io/v1beta1 (Kubernetes 1.37; also read: scheduling.k8s.io/v1alpha2 "
+        "(1.36))\nerror: 1 object(s) rejected; nothing was simulated\n")

@@ -131,7 +131,21 @@ def test_required_topology_keeps_later_members_in_the_domain_of_placed_ones() ->
     r = w.cycle()
     # rack b has room, but g0 already runs in rack a, where g1 does not fit
     assert placed_nodes(r) == {}
-    assert "no rack domain can hold the pod group (0 of 2 domains have room for it)" in messages(r)["g1"]
+    assert messages(r)["g1"] == ("pod group default/g: minMember 1 is reached (1 placed); the pods beyond it wait: "
+                                 "no room left in the pod group's rack domain a, where its placed pods run")
+
+
+def test_a_pod_beyond_a_reached_min_member_is_not_told_0_of_0_pods_are_needed() -> None:
+    # KAI's topology example: minMember 2 reached in rack a, the third pod has no room there
+    rack = "rack"
+    w = World([node("a1", {rack: "a"}, gpu=8), node("a2", {rack: "a"}, gpu=8), node("b1", {rack: "b"}, gpu=8),
+               podgroup("g", 2, topologyConstraint={"requiredTopologyKey": rack}),
+               pod("g0", gpu=8, group="g", node_name="a1"), pod("g1", gpu=8, group="g", node_name="a2"),
+               pod("g2", gpu=8, group="g")])
+    r = w.cycle()
+    assert placed_nodes(r) == {}
+    assert messages(r)["g2"] == ("pod group default/g: minMember 2 is reached (2 placed); the pods beyond it wait: "
+                                 "no room left in the pod group's rack domain a, where its placed pods run")
 
 
 def test_unchanged_conditions_are_not_written_again() -> None:

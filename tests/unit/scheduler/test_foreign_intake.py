@@ -293,3 +293,29 @@ def test_a_v1alpha2_podgroup_gets_1_36s_condition_which_may_go_back_to_false() -
     planned = initially_scheduled_patch(pg, False, "1 of 2 fit", "2026-01-01T00:01:00Z")
     assert planned is not None and planned[0] == kinds.UPSTREAM_POD_GROUP_V1ALPHA2
     assert planned[1]["status"]["conditions"][0]["type"] == "PodGroupScheduled"
+
+
+def test_kais_priority_label_gives_the_pod_its_class_unless_the_spec_names_one() -> None:
+    classes = {"build": 100, "train": 50}
+    labelled = pod("p", gpu=1)
+    labelled["metadata"]["labels"]["priorityClassName"] = "build"
+    assert parse_pod("default/p", labelled, classes).priority == 100
+    assert parse_pod("default/p", labelled, {}).priority == 0, "a class that does not exist is ignored, as KAI does"
+    labelled["spec"].update(priorityClassName="train", priority=50)
+    assert parse_pod("default/p", labelled, classes).priority == 50, "spec.priorityClassName wins"
+
+
+def test_a_priority_class_created_after_a_pod_labelled_with_it_reaches_the_pods_priority() -> None:
+    c = cache()
+    c.apply(kinds.NODE, "ADDED", node("n1", gpu=1))
+    c.apply(kinds.QUEUE, "ADDED", {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "Queue",
+                                   "metadata": {"name": "default"}, "spec": {}})
+    p = pod("p", gpu=1)
+    p["metadata"]["labels"]["priorityClassName"] = "build"
+    p["spec"]["priority"] = 0  # as the API server's admission leaves a pod whose spec names no class
+    c.apply(kinds.POD, "ADDED", p)
+    builder = SnapshotBuilder(SchedulerConfig.embedded())
+    assert builder.build(c).groups["pod:default/p"].priority == 0
+    c.apply(kinds.PRIORITY_CLASS, "ADDED", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                            "metadata": {"name": "build"}, "value": 100})
+    assert builder.build(c).groups["pod:default/p"].priority == 100

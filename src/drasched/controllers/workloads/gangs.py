@@ -25,8 +25,12 @@ the scheduler sees it (it runs earlier in every round).
   needs ``podManagementPolicy: Parallel`` for it (OrderedReady makes one pod at a time, so a
   gang would wait forever); on an OrderedReady one the annotation is ignored with a Warning.
 
-The queue is the workload's ``drasched.io/queue`` label, the priority class its pod
-template's ``priorityClassName``. A pod that already has the ``drasched.io/pod-group``
+The queue is the workload's ``drasched.io/queue`` label, else KAI-Scheduler's
+``kai.scheduler/queue`` (or ``runai/queue``) on it (KAI reads the top owner's label first); without
+either, the pods' label. The priority class is the pod template's ``priorityClassName``, else
+KAI's ``priorityClassName`` label on the workload when that PriorityClass exists (KAI falls back
+to its default for a missing one: here the pods keep their own priority, and the workload gets
+a Warning). A pod that already has the ``drasched.io/pod-group``
 label is left as it is: an explicit PodGroup always wins. A PodGroup of the workload's
 name that belongs to something else is not touched (a Warning event on the workload says
 so) and the pods are scheduled one by one. Grouping is switched off per kind with
@@ -50,7 +54,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +62,7 @@ import yaml
 
 from drasched.api import kinds
 from drasched.api.errors import AlreadyExists, ApiError, Conflict, Forbidden, NotFound
+from drasched.api.foreign import KAI_PRIORITY_LABEL, labelled_queue
 from drasched.api.implicitgang import (
     IMPLICIT_GANG_ANNOTATION,
     KAI_POD_GROUP_ANNOTATION,
@@ -146,14 +151,26 @@ class GangSpec:
         namespace = md(self.workload).get("namespace") or "default"
         return self.hashed_name or hashlib.sha1(f"{namespace}/{readable}".encode()).hexdigest()
 
-    def pod_group(self) -> Obj:
+    def labelled_priority_class(self) -> str | None:
+        """KAI's ``priorityClassName`` label on the workload, when its pod template names no
+        class in ``spec.priorityClassName`` (which wins)."""
+        if spec_of(pod_template_of(self.workload)).get("priorityClassName"):
+            return None
+        return (md(self.workload).get("labels") or {}).get(KAI_PRIORITY_LABEL) or None
+
+    def pod_group(self, priority_classes: Container[str] = ()) -> Obj:
+        """The PodGroup; ``priority_classes``: the PriorityClasses that exist (a workload's KAI
+        priority label naming another is left out, as KAI leaves it)."""
         template_spec = spec_of(pod_template_of(self.workload))
         spec: Obj = {"minMember": self.min_member}
-        queue = (md(self.workload).get("labels") or {}).get(QUEUE_LABEL)
+        queue = labelled_queue(md(self.workload).get("labels") or {})
         if queue:
             spec["queue"] = queue
+        labelled = self.labelled_priority_class()
         if template_spec.get("priorityClassName"):
             spec["priorityClassName"] = template_spec["priorityClassName"]
+        elif labelled and labelled in priority_classes:
+            spec["priorityClassName"] = labelled
         if self.topology_key:
             spec["topologyConstraint"] = {"requiredTopologyKey": self.topology_key}
         return {"apiVersion": kinds.POD_GROUP.api_version, "kind": "PodGroup",
@@ -235,6 +252,7 @@ class ImplicitGangController:
         """Caches fed by watches in the background (``drasched serve``), so possibly behind."""
         self.pods = Informer(ctx.store, kinds.POD)
         self.groups = Informer(ctx.store, kinds.POD_GROUP)
+        self.classes = Informer(ctx.store, kinds.PRIORITY_CLASS)
         self.owners = {kind: Informer(ctx.store, rt) for kind, rt in served}
         self.config_maps = Informer(ctx.store, kinds.CONFIG_MAP) if self.fixed is None else None
         self._replicas: dict[str, int | None] = {}
@@ -245,7 +263,8 @@ class ImplicitGangController:
     def reconcile(self, ctx: ControllerContext) -> bool:
         self._attach(ctx)
         pods_changed = self.pods.sync()
-        watched = [self.groups, *self.owners.values()] + ([self.config_maps] if self.config_maps is not None else [])
+        watched = [self.groups, self.classes, *self.owners.values()]
+        watched += [self.config_maps] if self.config_maps is not None else []
         others = [inf.sync() for inf in watched]
         if not pods_changed and not any(others):
             return False
@@ -348,7 +367,8 @@ class ImplicitGangController:
         members = [p for p in self.pods.values() if md(p).get("namespace") == ns and controller_uid(p) == ref.get(
             "uid") and not is_terminal(p)]
         declared = self._declared_replicas(ref, ns) if self.live else None
-        queue = {k: v for k, v in (md(pod).get("labels") or {}).items() if k == QUEUE_LABEL}
+        labelled = labelled_queue(md(pod).get("labels") or {})
+        queue = {QUEUE_LABEL: labelled} if labelled else {}
         priority = {k: v for k, v in spec_of(pod).items() if k == "priorityClassName"}
         job: Obj = {"apiVersion": ref.get("apiVersion"), "kind": ref["kind"],
                     "metadata": {"name": ref.get("name"), "namespace": ns, "uid": ref.get("uid"), "labels": queue},
@@ -417,8 +437,14 @@ class ImplicitGangController:
         group = self.groups.get(gang.name, ns)
         wrote = False
         if group is None:
+            classes = {str(md(pc).get("name")) for pc in self.classes.values()}
+            labelled = gang.labelled_priority_class()
+            if labelled and labelled not in classes:
+                self._warn(gang.workload, "PriorityClassNotFound",
+                           f"label {KAI_PRIORITY_LABEL}={labelled} ignored: PriorityClass {labelled} does not "
+                           "exist; the pods keep their own priority")
             try:
-                group = self.ctx.store.create(gang.pod_group())
+                group = self.ctx.store.create(gang.pod_group(classes))
             except AlreadyExists:
                 return True  # made meanwhile: look again next round
             except ApiError as exc:

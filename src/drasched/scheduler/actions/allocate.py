@@ -137,6 +137,9 @@ def _fail_all(session: Session, g: GroupInfo, message: str) -> None:
 def _gang_message(g: GroupInfo, need: int, fitted: int, first_failure: str) -> str:
     if g.implicit:
         return first_failure
+    if need == 0:  # pods beyond a minMember already reached: none is needed, they wait for room
+        return (f"pod group {g.key}: minMember {g.min_member} is reached ({g.placed} placed); the pods beyond it "
+                f"wait: {first_failure}")
     return (f"pod group {g.key}: {fitted} of the {need} pods needed to reach minMember {g.min_member} fit "
             f"together; {first_failure}")
 
@@ -175,8 +178,12 @@ def _place(session: Session, stmt: Statement, g: GroupInfo, need: int, failed: F
     if g.required_key is None:  # a preference only: anywhere will do
         return _attempt(session, stmt, g, need, None, final=True) is None
     n_all = len(domains(session.snap.nodes, key))
-    reason = (f"no {key} domain can hold the pod group ({len(doms)} of {n_all} domains have room for it"
-              + (f"; in the first: {last}" if last else "") + ")")
+    fixed = sorted(v for v in _fixed_domains(session, g, key) if v is not None)
+    if fixed and not doms:  # its placed pods hold the group to their domain, which has no room left
+        reason = f"no room left in the pod group's {key} domain {', '.join(fixed)}, where its placed pods run"
+    else:
+        reason = (f"no {key} domain can hold the pod group ({len(doms)} of {n_all} domains have room for it"
+                  + (f"; in the first: {last}" if last else "") + ")")
     _fail_all(session, g, _gang_message(g, need, 0, reason))
     return False
 
@@ -185,8 +192,7 @@ def _candidate_domains(session: Session, g: GroupInfo, key: str, need: int) -> l
     snap = session.snap
     doms = domains(snap.nodes, key)
     if g.required_key is not None:
-        # Pods already placed fix the domain for the rest of the gang.
-        fixed = {snap.nodes[snap.node_pos[n]].labels.get(key) for n in _placed_nodes(session, g) if n in snap.node_pos}
+        fixed = _fixed_domains(session, g, key)
         if fixed:
             doms = [d for d in doms if d.value in fixed]
     total: dict[int, float] = {}
@@ -195,6 +201,13 @@ def _candidate_domains(session: Session, g: GroupInfo, key: str, need: int) -> l
         for n in [*container, *(c for _, c in classes)]:
             total[n.row] = total.get(n.row, 0.0) + n.value
     return order_domains(doms, session.idle, snap.allocatable, total)
+
+
+def _fixed_domains(session: Session, g: GroupInfo, key: str) -> set[str | None]:
+    """The ``key`` domains of the gang's placed pods: they fix the domain for the rest of a
+    gang whose topology is required."""
+    snap = session.snap
+    return {snap.nodes[snap.node_pos[n]].labels.get(key) for n in _placed_nodes(session, g) if n in snap.node_pos}
 
 
 def _placed_nodes(session: Session, g: GroupInfo) -> set[str]:

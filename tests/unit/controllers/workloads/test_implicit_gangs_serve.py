@@ -264,3 +264,34 @@ def test_a_pytorchjobs_gang_counts_its_declared_replicas_in_serve_and_its_pods_i
     ImplicitGangController().reconcile(ctx)
     (group,) = ctx.store.list(kinds.POD_GROUP).items
     assert (group["metadata"]["name"], group["spec"]["minMember"]) == ("bert", min_member)
+
+
+def test_kais_queue_and_priority_labels_on_the_job_make_the_gangs_queue_and_class() -> None:
+    # KAI's default grouper reads kai.scheduler/queue and priorityClassName on the top owner first
+    clock = VirtualClock()
+    ctx = ServeLikeContext(MemoryStore(clock=clock.now, auto_namespaces=True), clock)
+    ctx.store.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "build"},
+                      "value": 100})
+    labelled = job()
+    labelled["metadata"]["labels"] = {"kai.scheduler/queue": "team", "priorityClassName": "build"}
+    ctx.store.create(labelled)
+    ctx.store.create(job_pod("train-abcde"))
+    assert ImplicitGangController().reconcile(ctx)
+    (group,) = ctx.store.list(kinds.POD_GROUP).items
+    assert (group["spec"]["queue"], group["spec"]["priorityClassName"]) == ("team", "build")
+
+
+def test_drascheds_queue_label_on_the_job_wins_and_a_missing_kai_priority_class_is_left_out() -> None:
+    clock = VirtualClock()
+    ctx = ServeLikeContext(MemoryStore(clock=clock.now, auto_namespaces=True), clock)
+    labelled = job()  # drasched.io/queue: team-a
+    labelled["metadata"]["labels"].update({"runai/queue": "team-b", "priorityClassName": "no-such-class"})
+    ctx.store.create(labelled)
+    ctx.store.create(job_pod("train-abcde"))
+    assert ImplicitGangController().reconcile(ctx)
+    (group,) = ctx.store.list(kinds.POD_GROUP).items
+    assert group["spec"]["queue"] == "team-a"
+    assert "priorityClassName" not in group["spec"], "KAI ignores a class that does not exist: no blocked gang"
+    (warning,) = [e for e in ctx.store.list(kinds.EVENT).items if e["reason"] == "PriorityClassNotFound"]
+    assert warning["message"] == ("label priorityClassName=no-such-class ignored: PriorityClass no-such-class does "
+                                  "not exist; the pods keep their own priority")
