@@ -70,6 +70,7 @@ CASES = [
     "dra/004-exact-count-more-than-available.yaml",  # an unschedulable message from the allocator
     "binder/claim-allocated-elsewhere-rolls-back.yaml",  # binder conflict and rollback
     "binder/bind-claims-and-extended-resources.yaml",  # extended-resource claim written by the binder
+    "binder/binding-conditions-hold-the-pod.yaml",  # KEP-5007: the pod waits for its device, another binds
 ]
 QUIET_SECONDS = IDLE_CYCLE_PERIOD + 1.0
 """The cluster counts as settled once nothing in it changed for this long: longer than the
