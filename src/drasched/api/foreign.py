@@ -397,12 +397,54 @@ def kai_pod(pod: Obj, warnings: list[str]) -> Obj:
         if ours not in dst:
             dst[ours] = src[key]
             changed = True
-    if not changed:
+    spec = _with_fraction_request(pod, annotations, warnings)
+    if not changed and spec is None:
         return pod
     out = copy.deepcopy(pod)
     out["metadata"]["labels"] = labels
     if annotations:
         out["metadata"]["annotations"] = annotations
+    if spec is not None:
+        out["spec"] = spec
+    return out
+
+
+KAI_FRACTION_CONTAINER = "gpu-fraction-container-name"
+"""KAI's annotation naming the container that gets the GPU fraction (default: the first)."""
+
+
+def _with_fraction_request(pod: Obj, annotations: Obj, warnings: list[str]) -> Obj | None:
+    """The pod's spec with ``nvidia.com/gpu: 1`` added where KAI's ``gpu-fraction`` pod asks no
+    GPU (None: nothing to add). KAI writes a fraction alone (its binder hands the pod part of a
+    GPU it reserves itself); drasched's fraction is a share of one DRA GPU, which the pod reaches
+    through the special claim of a ``nvidia.com/gpu: 1`` request (KEP-5004), so the request is
+    added to the container KAI would give the fraction to, with a warning."""
+    if KAI_GPU_FRACTION not in (((pod.get("metadata") or {}).get("annotations")) or {}) \
+            or GPU_FRACTION in (((pod.get("metadata") or {}).get("annotations")) or {}):
+        return None
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    containers = [c for key in ("containers", "initContainers") for c in spec.get(key) or [] if isinstance(c, dict)]
+    if any(GPU in ((c.get("resources") or {}).get(part) or {}) for c in containers for part in ("requests", "limits")):
+        return None  # the pod asks GPUs itself: the fraction's own check says whether that fits
+    wanted = annotations.get(KAI_FRACTION_CONTAINER)
+    target = next((c for c in containers if c.get("name") == wanted), None) if wanted else None
+    if target is None:
+        first = spec.get("containers") or []
+        target = first[0] if first and isinstance(first[0], dict) else None
+    if target is None:
+        return None
+    out = copy.deepcopy(spec)
+    for c in [*(out.get("containers") or []), *(out.get("initContainers") or [])]:
+        if c is not None and c.get("name") == target.get("name"):
+            resources = c.setdefault("resources", {})
+            resources.setdefault("limits", {})[GPU] = "1"
+            resources.setdefault("requests", {})[GPU] = "1"
+            break
+    warnings.append(f"{_what(pod)}: metadata.annotations[{KAI_GPU_FRACTION}] without a GPU request: container "
+                    f"{target.get('name')!r} asks {GPU}: 1, whose DRA device the fraction shares (drasched's "
+                    f"fractional GPUs)")
     return out
 
 

@@ -56,6 +56,7 @@ def gpu_fraction(obj: Obj, requests: dict[str, float]) -> Fraction | None:
         raise FractionError(f'annotation {name}: "{raw}" must lie between 0 and 1 (exclusive)')
     if requests.get(GPU, 0.0) != 1.0:
         got = requests.get(GPU, 0.0)
+        hint = ": the fraction is a share of the one DRA GPU that request reaches" if got == 0 else ""
         raise FractionError(f"annotation {name} needs a request of exactly {GPU}: 1 "
-                            f"(the pod asks {got:g})")
+                            f"(the pod asks {got:g}){hint}")
     return value

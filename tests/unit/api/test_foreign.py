@@ -74,6 +74,30 @@ def test_kai_pod_labels_become_drasched_aliases_and_drasched_wins() -> None:
     assert "drasched.io/pod-group" not in pod["metadata"]["labels"]  # the input is left as it was
 
 
+def test_a_kai_fraction_alone_asks_one_gpu_in_the_container_kai_names() -> None:
+    """KAI's gpu-sharing examples write ``gpu-fraction`` with no GPU request (its binder reserves
+    the GPU itself); drasched's fraction shares one DRA GPU reached through ``nvidia.com/gpu: 1``."""
+    def pod(annotations: Obj, containers: list[Obj]) -> Obj:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml",
+                                                               "annotations": annotations},
+                "spec": {"containers": containers}}
+
+    out = translate([pod({"gpu-fraction": "0.5", "gpu-fraction-container-name": "gpu"},
+                         [{"name": "sidecar", "image": "s"}, {"name": "gpu", "image": "g"}])])
+    sidecar, gpu = out.kept[0]["spec"]["containers"]
+    assert "resources" not in sidecar
+    assert gpu["resources"] == {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}
+    assert out.kept[0]["metadata"]["annotations"]["drasched.io/gpu-fraction"] == "0.5"
+    assert out.warnings == ["v1 Pod ml/p: metadata.annotations[gpu-fraction] without a GPU request: container 'gpu' "
+                            "asks nvidia.com/gpu: 1, whose DRA device the fraction shares (drasched's fractional GPUs)"]
+
+    asks = [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]
+    out = translate([pod({"gpu-fraction": "0.5"}, asks)])
+    assert out.kept[0]["spec"]["containers"] == asks  # a pod that asks GPUs itself is left as written
+    out = translate([pod({"gpu-fraction": "0.5", "drasched.io/gpu-fraction": "0.5"}, [{"name": "c", "image": "x"}])])
+    assert "resources" not in out.kept[0]["spec"]["containers"][0]  # drasched's own annotation: the user's call
+
+
 def test_upstream_pod_group_takes_unset_fields_from_its_workload_template() -> None:
     workload = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "Workload",
                 "metadata": {"name": "job", "namespace": "ml"},

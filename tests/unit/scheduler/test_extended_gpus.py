@@ -69,6 +69,13 @@ def test_fraction_annotation_needs_one_gpu_and_a_value_between_0_and_1() -> None
             gpu_fraction({"metadata": {"annotations": {ANNOTATION: raw}}}, {GPU: req})
 
 
+def test_kai_s_fraction_without_a_gpu_request_is_refused_in_a_cluster_with_why() -> None:
+    """In serve a pod is read as written: KAI's form (the annotation alone) names what is missing."""
+    with pytest.raises(FractionError, match=r"annotation gpu-fraction needs a request of exactly nvidia.com/gpu: 1 "
+                                            r"\(the pod asks 0\): the fraction is a share of the one DRA GPU"):
+        gpu_fraction({"metadata": {"annotations": {"gpu-fraction": "0.5"}}}, {})
+
+
 def test_a_fractional_pod_requests_its_fraction_in_the_gpu_dimension() -> None:
     info = parse_pod("default/h", half_pod("h"), {})
     assert info.requests[GPU] == 0.5 and info.gpu_fraction == Fraction(1, 2) and info.error is None
