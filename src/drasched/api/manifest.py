@@ -266,6 +266,9 @@ def load_paths(paths: Iterable[str], *, validate: bool = True, translate: bool =
     if translate or validate:  # first: nothing about an object left out stops a run
         loaded = _without_unmodeled(loaded)
     loaded = _without_repeats(loaded, refusals)
+    if translate or validate:
+        for item in loaded:
+            _warn_unknown_fields(item)  # as written: before an older version is converted
     if translate:
         # translation reads the kinds drasched knows: well typed first
         loaded = _translated([item for item in loaded if _decoded_if_known(item, refusals)])
@@ -275,21 +278,15 @@ def load_paths(paths: Iterable[str], *, validate: bool = True, translate: bool =
                 check_object(item)
             except ManifestError as exc:
                 refusals.refused(item, str(exc))
-                continue
-            _warn_unknown_fields(item)
     refusals.raise_any()
     return loaded
 
 
 def _warn_unknown_fields(item: Loaded) -> None:
-    """A field a DRA kind does not declare is a warning naming it (the server's
-    ``fieldValidation=Warn``): a misspelt ``allocationMode`` would otherwise silently mean
-    the default (:mod:`drasched.api.unknown_fields`)."""
-    try:
-        rt = kinds.for_object(item.obj)
-    except ApiError:
-        return
-    for path in unknown_fields(item.obj, rt):
+    """A field a built-in kind does not declare is a warning naming it (the server's
+    ``fieldValidation=Warn``): a misspelt ``allocationMode`` or ``nodeSelector`` would
+    otherwise silently mean the default (:mod:`drasched.api.unknown_fields`)."""
+    for path in unknown_fields(item.obj):
         print(f'warning: {item.where}: {_describe(item.obj)}: unknown field "{path}" (ignored)', file=sys.stderr)
 
 

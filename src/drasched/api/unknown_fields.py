@@ -1,61 +1,71 @@
-"""Fields of a DRA object that its kind does not declare: almost always a typo.
+"""Fields of a built-in object that its kind does not declare: almost always a typo.
 
-``kubectl apply`` validates strictly by default and the API server then refuses an unknown
-field (``strict decoding error: unknown field "spec.devices.requests[0].exactly.allocationmode"``);
-without it the field is silently dropped, and a misspelt ``allocationMode: All`` quietly
-becomes one device. drasched's views of the ``resource.k8s.io/v1`` kinds declare every
-field of the 1.37 API, so a field outside them is reported (:func:`unknown_fields`), the way
-the server's ``fieldValidation=Warn`` does. Other kinds' views are partial (drasched reads
-only what scheduling needs from a Pod), so they are not checked, nor is ``metadata``
-(``managedFields`` and the like are the server's).
+``kubectl apply`` validates strictly by default, and the API server then refuses an unknown
+field (``strict decoding error: unknown field "spec.nodeSelektor"``); without it the field
+is dropped, and a misspelt ``allocationMode: All`` quietly becomes one device, a misspelt
+``nodeSelector`` lets the pod land anywhere. :func:`unknown_fields` names such fields from
+the fields Kubernetes declares, as a real kube-apiserver's OpenAPI v3 publishes them
+(``openapi_fields.json``, written by ``scripts/gen-openapi-fields.py`` from the API server
+the tests run: every built-in kind drasched reads, in each version it reads). Kinds outside
+it (drasched's CRDs, other schedulers' objects) are not checked here.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+from importlib import resources
 from typing import Any
 
-from drasched.api.kinds import ResourceType
-from drasched.api.shapes import Shape, shape_for
-
 Obj = dict[str, Any]
-
-CHECKED_GROUP_VERSION = ("resource.k8s.io", "v1")
-"""Older versions are converted first; their shapes are not drasched's views."""
-DECLARED_BUT_UNUSED = frozenset({"nodeAllocatableResourceMappings"})
-"""Upstream fields (alpha) drasched neither reads nor refuses."""
+Schema = str | dict[str, Any]
+"""A schema name, or ``{"fields": {...}, "items": ..., "values": ..., "open": True}`` (see the script)."""
 
 
-def unknown_fields(obj: Obj, rt: ResourceType) -> list[str]:
-    """The paths of the fields ``obj`` carries that its kind does not declare, in order."""
-    if (rt.group, rt.version) != CHECKED_GROUP_VERSION:
-        return []
-    shape = shape_for(rt)
-    if shape.type != "object":
+@functools.cache
+def _data() -> tuple[dict[str, str], dict[str, Schema]]:
+    raw = json.loads(resources.files("drasched.api").joinpath("openapi_fields.json").read_text())
+    return raw["kinds"], raw["schemas"]
+
+
+def checks(api_version: str, kind: str) -> bool:
+    """Whether the fields of this kind in this version are known here."""
+    return f"{api_version}/{kind}" in _data()[0]
+
+
+def unknown_fields(obj: Obj) -> list[str]:
+    """The paths of the fields ``obj`` carries that its kind does not declare, in order
+    (``spec.devices.requests[0].exactly.allocationmode``); none for a kind not known here."""
+    kinds_by_gvk, _ = _data()
+    name = kinds_by_gvk.get(f"{obj.get('apiVersion')}/{obj.get('kind')}")
+    if name is None:
         return []
     found: list[str] = []
-    for key, value in obj.items():
-        if key in ("apiVersion", "kind", "metadata"):
-            continue
-        sub = shape.fields.get(key)
-        if sub is None:
-            found.append(key)
-        else:
-            _walk(value, sub, key, found)
+    _walk(obj, name, "", found)
     return found
 
 
-def _walk(value: Any, shape: Shape, path: str, found: list[str]) -> None:
-    if shape.type == "object" and isinstance(value, dict):
-        for key, sub_value in value.items():
-            sub = shape.fields.get(key)
-            if sub is None:
-                if key not in DECLARED_BUT_UNUSED:
-                    found.append(f"{path}.{key}")
+def _walk(value: Any, ref: Schema, path: str, found: list[str]) -> None:
+    schema = _data()[1].get(ref) if isinstance(ref, str) else ref
+    if not isinstance(schema, dict):
+        return
+    if schema.get("open"):
+        return  # x-kubernetes-preserve-unknown-fields: anything goes below
+    fields = schema.get("fields")
+    if fields is not None and isinstance(value, dict):
+        for key, sub in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key not in fields:
+                found.append(where)
             else:
-                _walk(sub_value, sub, f"{path}.{key}", found)
-    elif shape.type == "array" and isinstance(value, list) and shape.item is not None:
+                _walk(sub, fields[key], where, found)
+        return
+    items = schema.get("items")
+    if items is not None and isinstance(value, list):
         for i, item in enumerate(value):
-            _walk(item, shape.item, f"{path}[{i}]", found)
-    elif shape.type == "map" and isinstance(value, dict) and shape.item is not None:
+            _walk(item, items, f"{path}[{i}]", found)
+        return
+    values = schema.get("values")
+    if values is not None and isinstance(value, dict):
         for key, item in value.items():
-            _walk(item, shape.item, f"{path}[{key}]", found)
+            _walk(item, values, f"{path}[{key}]", found)
