@@ -288,15 +288,18 @@ class SimulatedKubelet:
         if uid in self._adopted or uid in self._touched or not self.registry.drivers(_node(pod)):
             return
         self._adopted.add(uid)
-        claims, waiting = self._claims_ready(pod)
+        claims, waiting, _ = self._claims_ready(pod)
         if waiting is not None:
             return
         failure = self._prepare(pod, claims)
         if failure is not None:
             self._warn_once(pod, "FailedPrepareDynamicResources", failure.message + "; the pod keeps running")
 
-    def _claims_ready(self, pod: Obj) -> tuple[list[Obj], str | None]:
-        """The pod's claims, or why it cannot start yet (as the kubelet's admission checks)."""
+    def _claims_ready(self, pod: Obj) -> tuple[list[Obj], str | None, bool]:
+        """The pod's claims, or why it cannot start yet, and whether that is for good unless
+        someone allocates and reserves a claim (True: what the real kubelet fails to prepare;
+        False: a claim or its pod status is still to be written by the control plane), as the
+        kubelet's admission checks."""
         ns = _md(pod).get("namespace")
         group_name = pod_group_name(pod)
         group = self.groups.get(group_name, ns) if group_name else None
@@ -305,36 +308,38 @@ class SimulatedKubelet:
             try:
                 name, check_owner = pod_claim_name(pod, entry)
             except ClaimNotCreated as exc:
-                return [], str(exc)
+                return [], str(exc), False
             if name is None:
                 continue  # no claim needed for this entry
             claim = self.claims.get(name, ns)
             if claim is None:
-                return [], f"ResourceClaim {name} does not exist"
+                return [], f"ResourceClaim {name} does not exist", False
             is_group_claim = group is not None and group_entry_for(entry, group) is not None
             owner_uid = controller_uid(claim)
             if check_owner and owner_uid not in (_md(pod).get("uid"), _md(group or {}).get("uid")):
-                return [], f"ResourceClaim {name} was not created for pod {_md(pod).get('name')}"
+                return [], f"ResourceClaim {name} was not created for pod {_md(pod).get('name')}", True
             if not is_allocated(claim):
-                return [], f"ResourceClaim {name} is not allocated"
+                return [], f"ResourceClaim {name} is not allocated", True
             reserved = is_reserved_for(claim, _md(pod).get("uid")) or (
                 group is not None and is_reserved_for(claim, _md(group).get("uid")))
             if not reserved:
                 kind = "its PodGroup" if is_group_claim else "it"
-                return [], f"ResourceClaim {name} is not reserved for {kind}"
+                return [], f"ResourceClaim {name} is not reserved for {kind}", True
             claims.append(claim)
         # The claim the binder made for extended resources (KEP-5004) is prepared like the others.
         extended = ((pod.get("status") or {}).get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
         if extended:
             claim = self.claims.get(extended, ns)
             if claim is None or not is_allocated(claim) or not is_reserved_for(claim, _md(pod).get("uid")):
-                return [], f"extended-resource ResourceClaim {extended} is not allocated and reserved for it"
+                return [], f"extended-resource ResourceClaim {extended} is not allocated and reserved for it", True
             claims.append(claim)
-        return claims, None
+        return claims, None, False
 
     def _start(self, pod: Obj) -> bool:
-        claims, waiting = self._claims_ready(pod)
+        claims, waiting, unpreparable = self._claims_ready(pod)
         if waiting is not None:
+            if unpreparable:  # a pod bound with its claim unallocated (nodeName set by hand): upstream's kubelet
+                self._warn_once(pod, "FailedPrepareDynamicResources", waiting)  # fails to prepare it, and says so
             return False  # the claim controller or scheduler has work left; look again on change
         failure = self._prepare(pod, claims)
         if failure is not None:
@@ -377,7 +382,7 @@ class SimulatedKubelet:
             self._wake(deadline, f"{_md(pod).get('namespace')}/{_md(pod).get('name')}")
             return False
         exit_code = self._exit_code(pod)
-        claims, _ = self._claims_ready(pod)
+        claims, _, _ = self._claims_ready(pod)
         self._unprepare(pod, claims)
         now = format_time(self.ctx.now())
         status = clone(pod.get("status") or {})
@@ -428,7 +433,7 @@ class SimulatedKubelet:
         if stops is not None and self.ctx.now() < stops:
             self._wake(stops, f"{md.get('namespace')}/{md.get('name')}")
             return False
-        claims, _ = self._claims_ready(pod)
+        claims, _, _ = self._claims_ready(pod)
         self._unprepare(pod, claims)
         try:
             self.ctx.store.delete(kinds.POD, md.get("name", ""), md.get("namespace"), uid=md.get("uid"),

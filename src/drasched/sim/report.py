@@ -58,7 +58,8 @@ def summary_lines(result: SimResult) -> list[str]:
     phases: Counter[str] = Counter()
     for p in pods:
         if (p.get("spec") or {}).get("nodeName"):
-            phases[(p.get("status") or {}).get("phase") or "Bound"] += 1
+            phase = (p.get("status") or {}).get("phase") or "Pending"
+            phases["Bound" if phase == "Pending" else phase] += 1  # bound, not started: as the table says
         else:
             phases["Pending"] += 1
     summary = ", ".join(f"{n} {k}" for k, n in sorted(phases.items())) or "no pods"
