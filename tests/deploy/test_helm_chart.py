@@ -83,3 +83,28 @@ def test_chart_ships_the_crds_drasched_serves() -> None:
     crds = by_kind(render(include_crds=True), "CustomResourceDefinition")
     assert sorted(c["metadata"]["name"] for c in crds) == [
         "bindrequests.scheduling.drasched.io", "podgroups.scheduling.drasched.io", "queues.scheduling.drasched.io"]
+
+
+def _granted(objs: list[dict]) -> set[tuple[str, str, str]]:
+    return {(group, resource, verb) for role in by_kind(objs, "ClusterRole") for rule in role["rules"]
+            for group in rule["apiGroups"] for resource in rule["resources"] for verb in rule["verbs"]}
+
+
+def test_the_roles_let_serve_read_every_kind_it_watches() -> None:
+    """A kind serve watches but may not list is as good as absent: with the rules of 1.37's
+    DeviceTaintRules missing, serve handed out devices an admin had tainted."""
+    from drasched.api import kinds
+    from drasched.serve.main import FOREIGN_CHOICES, SERVE_KINDS
+
+    for values in ((), ("claimController.enabled=true",)):
+        granted = _granted(render(*values))
+        watched = [*SERVE_KINDS, kinds.DEVICE_TAINT_RULE, *(rt for choices in FOREIGN_CHOICES for rt in choices)]
+        for rt in watched:
+            for verb in ("list", "watch"):
+                assert (rt.group, rt.plural, verb) in granted, (values, rt.api_version, rt.plural, verb)
+
+
+def test_the_claim_controller_role_lets_taint_eviction_evict_and_report() -> None:
+    granted = _granted(render("claimController.enabled=true"))
+    assert ("", "pods", "delete") in granted
+    assert ("resource.k8s.io", "devicetaintrules/status", "update") in granted

@@ -14,7 +14,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from drasched.api import kinds
-from drasched.api.errors import ApiError
+from drasched.api.errors import ApiError, Forbidden
 from drasched.api.kinds import ResourceType
 from drasched.control import Controller
 from drasched.scheduler.cache import WATCHED
@@ -40,6 +40,11 @@ def served_taint_rules(store: ClusterStore) -> ResourceType | None:
     for rt in (kinds.DEVICE_TAINT_RULE, kinds.DEVICE_TAINT_RULE_V1BETA2):
         try:
             store.list(rt)
+        except Forbidden as exc:  # served or not, RBAC answers first: say what is lost
+            log.error("cannot list DeviceTaintRules (%s): %s; grant drasched's ServiceAccount get, list and "
+                      "watch on resource.k8s.io devicetaintrules (the Helm chart does): until then devices "
+                      "tainted by a DeviceTaintRule are handed out", rt.api_version, exc.message)
+            continue
         except ApiError as exc:
             log.info("DeviceTaintRules are not served as %s: %s", rt.api_version, exc.message)
             continue
@@ -66,6 +71,10 @@ def served_foreign_kinds(store: ClusterStore) -> tuple[ResourceType, ...]:
         for rt in choices:
             try:
                 store.list(rt)
+            except Forbidden as exc:
+                log.warning("cannot list %s (%s): %s; grant drasched's ServiceAccount get, list and watch on it "
+                            "(the Helm chart does) to have it read", rt.kind, rt.api_version, exc.message)
+                continue
             except ApiError as exc:
                 log.info("%s is not served as %s: %s; not read", rt.kind, rt.api_version, exc.message)
                 continue
