@@ -32,7 +32,8 @@ Obj = dict[str, Any]
 
 _MESSAGE = re.compile(r"^0/(?P<n>\d+) nodes are available: (?P<body>.*)\.$", re.S)
 _OUTSIDE = re.compile(r"(^|, )\d+ " + re.escape(MSG_OUTSIDE_DOMAIN))
-_QUEUE_LIMIT = re.compile(r"queue (?P<queue>\S+) over its limit for (?P<dim>\S+)")
+_QUEUE_LIMIT = re.compile(r"queue (?P<queue>\S+) over its limit for (?P<dim>[^\s;,]+?)\.?(?=[\s;,]|$)")
+"""The dimension ends before a space, ``;`` or ``,``, and a sentence's closing period is not part of it."""
 
 
 class ExplainError(LookupError):

@@ -49,6 +49,25 @@ def test_a_queue_limit_holds_on_every_node_and_says_how_full_the_queue_is() -> N
                        "asks, or let the queue's running pods finish"]
 
 
+def test_a_gang_held_by_its_queue_limit_names_the_limit() -> None:
+    """The gang's message ends its sentence after the resource name; the period is not part of it."""
+    def pod(name: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "default",
+                             "labels": {"drasched.io/pod-group": "g", "drasched.io/queue": "team-b"}},
+                "spec": {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 2}}}]}}
+    manifests = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+         "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110", "nvidia.com/gpu": "8"}}},
+        {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "Queue", "metadata": {"name": "team-b"},
+         "spec": {"resources": {"nvidia.com/gpu": {"quota": "2", "limit": "3"}}}},
+        {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "PodGroup",
+         "metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 2, "queue": "team-b"}},
+        pod("g-0"), pod("g-1")]
+    e = explain(manifests, "default/g-0")
+    assert any(h.startswith("queue team-b holds 0 of its limit 3 for nvidia.com/gpu: raise the limit") for h in e.hints)
+
+
 def test_a_simulate_output_explains_as_its_input_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     result = simulate(_manifests("dra/088-taint-untolerated-blocks-count.yaml"))
     out = tmp_path / "out.yaml"
