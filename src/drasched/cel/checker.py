@@ -4,7 +4,7 @@ The declarations mirror what k8s.io/dynamic-resource-allocation/cel (compile.go)
 top of the Kubernetes base environment (k8s.io/apiserver/pkg/cel/environment/base.go) for a
 1.35/1.36 compatibility version: the standard library, ext.Strings v2, ext.Sets, ext.Lists v3,
 two-variable comprehensions, optional types, cel.bind, and the Kubernetes quantity, semver,
-lists and regex libraries. The checker decides what cel-go would reject at compile time
+lists, regex, IP, CIDR and URLs libraries. The checker decides what cel-go would reject at compile time
 (undeclared names, no matching overload, undefined device fields, heterogeneous literals,
 non-bool results) and annotates nodes with types so the code generator can pick fast paths.
 """
@@ -43,6 +43,9 @@ ANY: Final = "any"
 TYPE: Final = "type"
 QTY: Final = "kubernetes.Quantity"
 SEMVER: Final = "kubernetes.Semver"
+IP: Final = "net.IP"
+CIDR: Final = "net.CIDR"
+URL: Final = "kubernetes.URL"
 DUR: Final = "google.protobuf.Duration"
 TS: Final = "google.protobuf.Timestamp"
 DEVICE: Final = "kubernetes.DRADevice"
@@ -87,6 +90,9 @@ TYPE_IDENTS: Final = {
     "null_type": "null_type",
     "type": "type",
     "optional_type": "optional_type",
+    # the CIDR library declares net.CIDR as a variable; the IP library registers net.IP as a type
+    "net.IP": "net.IP",
+    "net.CIDR": "net.CIDR",
 }
 
 
@@ -260,7 +266,7 @@ FUNCTIONS: Final[dict[str, list[Overload]]] = {
     "int": [_g((t,), INT, "h:to_int") for t in (INT, UINT, DOUBLE, STRING, DUR, TS)],
     "uint": [_g((t,), UINT, "h:to_uint") for t in (INT, UINT, DOUBLE, STRING)],
     "double": [_g((t,), DOUBLE, "h:to_double") for t in (INT, UINT, DOUBLE, STRING)],
-    "string": [_g((t,), STRING, "h:to_string") for t in (INT, UINT, DOUBLE, BOOL, STRING, BYTES, DUR, TS)],
+    "string": [_g((t,), STRING, "h:to_string") for t in (INT, UINT, DOUBLE, BOOL, STRING, BYTES, DUR, TS, IP, CIDR)],
     # cel-go standard library: google.protobuf.Duration and Timestamp
     # cel-go v0.29 (Kubernetes 1.37) dropped the int64_to_duration overload cel-go v0.26 declared
     "duration": [_g((t,), DUR, "h:to_duration") for t in (STRING, DUR)],
@@ -297,6 +303,35 @@ FUNCTIONS: Final[dict[str, list[Overload]]] = {
     "major": [_m((SEMVER,), INT, "h:sv_major", True)],
     "minor": [_m((SEMVER,), INT, "h:sv_minor", True)],
     "patch": [_m((SEMVER,), INT, "h:sv_patch", True)],
+    # kubernetes IP library (library/ip.go)
+    "ip": [_g((STRING,), IP, "h:ip_of"), _m((CIDR,), IP, "h:cidr_ip", True)],
+    "isIP": [_g((STRING,), BOOL, "h:is_ip", True)],
+    "ip.isCanonical": [_g((STRING,), BOOL, "h:ip_is_canonical")],
+    "family": [_m((IP,), INT, "h:ip_family", True)],
+    "isUnspecified": [_m((IP,), BOOL, "h:ip_is_unspecified", True)],
+    "isLoopback": [_m((IP,), BOOL, "h:ip_is_loopback", True)],
+    "isLinkLocalMulticast": [_m((IP,), BOOL, "h:ip_is_link_local_multicast", True)],
+    "isLinkLocalUnicast": [_m((IP,), BOOL, "h:ip_is_link_local_unicast", True)],
+    "isGlobalUnicast": [_m((IP,), BOOL, "h:ip_is_global_unicast", True)],
+    # kubernetes CIDR library (library/cidr.go); one helper serves the string and typed overloads
+    "cidr": [_g((STRING,), CIDR, "h:cidr_of")],
+    "isCIDR": [_g((STRING,), BOOL, "h:is_cidr", True)],
+    "containsIP": [_m((CIDR, STRING), BOOL, "h:cidr_contains_ip"), _m((CIDR, IP), BOOL, "h:cidr_contains_ip", True)],
+    "containsCIDR": [
+        _m((CIDR, STRING), BOOL, "h:cidr_contains_cidr"),
+        _m((CIDR, CIDR), BOOL, "h:cidr_contains_cidr", True),
+    ],
+    "masked": [_m((CIDR,), CIDR, "h:cidr_masked", True)],
+    "prefixLength": [_m((CIDR,), INT, "h:cidr_prefix_length", True)],
+    # kubernetes URLs library (library/urls.go)
+    "url": [_g((STRING,), URL, "h:url_of")],
+    "isURL": [_g((STRING,), BOOL, "h:is_url", True)],
+    "getScheme": [_m((URL,), STRING, "h:url_get_scheme", True)],
+    "getHost": [_m((URL,), STRING, "h:url_get_host", True)],
+    "getHostname": [_m((URL,), STRING, "h:url_get_hostname", True)],
+    "getPort": [_m((URL,), STRING, "h:url_get_port", True)],
+    "getEscapedPath": [_m((URL,), STRING, "h:url_get_escaped_path", True)],
+    "getQuery": [_m((URL,), map_of(STRING, list_of(STRING)), "h:url_get_query", True)],
     # cel-go ext.Strings v2
     "charAt": [_m((STRING, INT), STRING, "h:char_at")],
     "indexOf": [
@@ -404,7 +439,14 @@ MEMBER_MACROS: Final = {
     ("optFlatMap", 2),
 }
 TWO_VAR: Final = {"all", "exists", "existsOne", "transformList", "transformMap"}
-NAMESPACES: Final = {"lists", "sets", "strings", "optional", "cel"}
+NAMESPACES: Final = {"lists", "sets", "strings", "optional", "cel", "ip"}
+
+
+class _Mixed(Exception):
+    """Raised by Checker._join for mixed element types where cel-go allows them."""
+
+
+_MIXED: Final = "~mixed"  # while checking an aggregate literal under format(): its elements' types differ
 
 
 class CheckError(Exception):
@@ -435,6 +477,7 @@ class Checker:
     def __init__(self) -> None:
         self.info: dict[int, Info] = {}
         self._n = 0
+        self._exempt = 0  # inside format()'s arguments: aggregate literals may mix types
 
     def fresh(self, prefix: str) -> str:
         self._n += 1
@@ -474,6 +517,15 @@ class Checker:
     # --------------------------------------------------------------------------- selection
 
     def c_Select(self, n: Select, scope: dict[str, tuple[str, Type]]) -> tuple[Node, Info]:
+        op = n.operand
+        if (
+            isinstance(op, Ident)
+            and op.name.lstrip(".") == "net"
+            and "net" not in scope
+            and n.field in ("IP", "CIDR")
+            and not (n.test_only or n.optional)
+        ):
+            return Ident(n.pos, f"net.{n.field}"), Info(TYPE, raises=False)  # the type names net.IP, net.CIDR
         operand, oi = self.check(n.operand, scope)
         n.operand = operand
         t = oi.type
@@ -554,9 +606,18 @@ class Checker:
                     raise CheckError(f"expected type 'optional_type' but found '{fmt(t)}'", ne.pos)
                 t = t[1] if isinstance(t, tuple) else DYN
                 raises = True
-            et = self._join(et, t, ne.pos)
+            et = self._join_exempt(et, t, ne.pos)
         n.elements = elems
-        return n, Info(list_of(DYN if et is None else et), raises=raises)
+        return n, Info(list_of(DYN if et in (None, _MIXED) else et), raises=raises)
+
+    def _join_exempt(self, acc: Type | None, t: Type, pos: tuple[int, int]) -> Type:
+        """_join, except that under format() mixed elements make the aggregate dyn for good."""
+        if acc == _MIXED:
+            return _MIXED
+        try:
+            return self._join(acc, t, pos)
+        except _Mixed:
+            return _MIXED
 
     def _join(self, acc: Type | None, t: Type, pos: tuple[int, int]) -> Type:
         """Homogeneous aggregate literals: every element has the same type (dyn excepted; an
@@ -568,6 +629,8 @@ class Checker:
             return acc if acc != DYN else t
         if _compatible(acc, t, {}):
             return acc
+        if self._exempt:
+            raise _Mixed
         raise CheckError(f"expected type '{fmt(acc)}' but found '{fmt(t)}'", pos)
 
     def c_CreateMap(self, n: CreateMap, scope: dict[str, tuple[str, Type]]) -> tuple[Node, Info]:
@@ -584,11 +647,13 @@ class Checker:
                 if not (isinstance(t, tuple) and t[0] == "optional_type") and not is_dyn(t):
                     raise CheckError(f"expected type 'optional_type' but found '{fmt(t)}'", nv.pos)
                 t = t[1] if isinstance(t, tuple) else DYN
-            kt = self._join(kt, ki.type, nk.pos)
-            vt = self._join(vt, t, nv.pos)
+            kt = self._join_exempt(kt, ki.type, nk.pos)
+            vt = self._join_exempt(vt, t, nv.pos)
             entries.append((nk, nv, opt))
         n.entries = entries
-        return n, Info(map_of(DYN if kt is None else kt, DYN if vt is None else vt), raises=True)
+        kt = DYN if kt in (None, _MIXED) else kt
+        vt = DYN if vt in (None, _MIXED) else vt
+        return n, Info(map_of(kt, vt), raises=True)
 
     # --------------------------------------------------------------------------- calls
 
@@ -621,10 +686,16 @@ class Checker:
             n.target, target_info = self.check(n.target, scope)
         args: list[Node] = []
         infos: list[Info] = []
-        for a in n.args:
-            na, ai = self.check(a, scope)
-            args.append(na)
-            infos.append(ai)
+        # cel-go exempts everything under format()'s arguments from the homogeneous-literal check
+        exempt = int(fn == "format" and n.target is not None)
+        self._exempt += exempt
+        try:
+            for a in n.args:
+                na, ai = self.check(a, scope)
+                args.append(na)
+                infos.append(ai)
+        finally:
+            self._exempt -= exempt
         n.args = args
         n.function = fn
         if overloads is None:

@@ -258,7 +258,7 @@ class CodeGen:
         return f"{what}({', '.join(exprs)})"
 
     def _fold(self, fn: str, args: list[Node]) -> str | None:
-        """Constant-fold quantity("...") and semver("...") so selectors do not reparse per device."""
+        """Constant-fold quantity("..."), semver("..."), ip/cidr/url("...") so selectors do not reparse per device."""
         if not args or not all(isinstance(a, Literal) for a in args):
             return None
         vals = [a.value for a in args]  # type: ignore[attr-defined]
@@ -267,6 +267,8 @@ class CodeGen:
                 return self.const(rt.quantity(vals[0]))
             if fn == "semver" and isinstance(vals[0], str) and (len(vals) == 1 or isinstance(vals[1], bool)):
                 return self.const(rt.semver(*vals))
+            if fn in _NET_PARSERS and len(vals) == 1 and isinstance(vals[0], str):
+                return self.const(_NET_PARSERS[fn](vals[0]))
         except rt.EvalError:
             return None  # fails at runtime, as upstream
         return None
@@ -447,6 +449,8 @@ def _costly(n: Node) -> bool:
         return True
     return any(_costly(c) for c in _children(n))
 
+
+_NET_PARSERS: dict[str, Any] = {"ip": rt.ip_of, "cidr": rt.cidr_of, "url": rt.url_of}
 
 _COSTLY_FUNCTIONS = frozenset({"_+_", "lists.range", "flatten", "distinct", "sort"})
 

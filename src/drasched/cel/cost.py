@@ -18,7 +18,25 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from drasched.cel.ast import Call, Comprehension, CreateList, CreateMap, Ident, Index, Literal, Node, Select
-from drasched.cel.checker import ANY, BOOL, BYTES, DEVICE, DOUBLE, DUR, DYN, INT, QTY, SEMVER, STRING, TS, UINT, Info
+from drasched.cel.checker import (
+    ANY,
+    BOOL,
+    BYTES,
+    CIDR,
+    DEVICE,
+    DOUBLE,
+    DUR,
+    DYN,
+    INT,
+    IP,
+    QTY,
+    SEMVER,
+    STRING,
+    TS,
+    UINT,
+    URL,
+    Info,
+)
 
 __all__ = ["UNBOUNDED", "estimate_cost"]
 
@@ -30,10 +48,12 @@ _REGEX_LENGTH: Final = 0.25  # common.RegexStringLengthCostFactor
 _MAX_ATTRIBUTES: Final = 32  # ResourceSliceMaxAttributesAndCapacitiesPerDevice
 _MAX_ATTRIBUTE_VALUE: Final = 64  # DeviceAttributeMaxValueLength
 _MAX_DRIVER: Final = 63  # DriverNameMaxLength
+_EXT_STRINGS: Final = frozenset(
+    {"charAt", "indexOf", "lastIndexOf", "lowerAscii", "upperAscii", "replace", "split", "substring", "trim"}
+)
 _STRING_FUNCTIONS: Final = frozenset(
     {"contains", "startsWith", "endsWith", "lowerAscii", "upperAscii", "trim", "replace", "split", "indexOf",
-     "lastIndexOf", "substring", "charAt", "reverse", "join", "@in", "size", "quantity", "semver", "isQuantity",
-     "isSemver"}
+     "lastIndexOf", "substring", "charAt", "reverse", "join", "@in"}
 )
 _REGEX_FUNCTIONS: Final = frozenset({"matches", "find", "findAll"})
 _ORDERING: Final = frozenset({"_<_", "_<=_", "_>_", "_>=_"})
@@ -41,6 +61,16 @@ _COMPARISONS: Final = _ORDERING | {"_==_", "_!=_"}
 _LIST_SCANS: Final = frozenset({"isSorted", "sum", "min", "max", "indexOf", "lastIndexOf"})
 _NUMBERS: Final = frozenset({INT, UINT, DOUBLE})
 _SCALAR_TYPES: Final = frozenset({INT, UINT, DOUBLE, BOOL, DUR, TS})  # cel-go isScalar: constant size
+# Kubernetes library/cost.go EstimateCallCost for the IP, CIDR and URLs libraries: parsing a
+# string is one traversal (0.1 per character) and replaces the call's unit cost; accessors
+# cost 1; containsIP/containsCIDR compare up to 16 bytes twice (4), containsCIDR masks again
+# (+2, +1), and a string argument is parsed on top.
+_NET_PARSERS: Final = frozenset({"ip", "cidr", "isIP", "isCIDR", "url", "quantity", "isQuantity", "semver", "isSemver"})
+_NET_ACCESSORS: Final = frozenset(
+    {"family", "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast",
+     "masked", "prefixLength", "ip", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery"}
+)
+_NET_CONTAINS: Final = {"containsIP": 4, "containsCIDR": 7}
 
 
 @dataclass(frozen=True)
@@ -123,7 +153,7 @@ class _Estimator:
         base = sum(c for c, _ in parts)
         shapes = [s for _, s in parts]
         if fn == "dyn" and shapes:
-            return base, shapes[0]  # a conversion of the static type only
+            return base + 1, shapes[0]  # cel-go maybeUnwrapDynCall: 1, and the argument's size
         if fn == "_?_:_":
             return parts[0][0] + max(parts[1][0], parts[2][0]), _widest(shapes[1:]) or _UNKNOWN
         if fn in ("_&&_", "_||_"):
@@ -138,7 +168,9 @@ class _Estimator:
         if fn in _LIST_SCANS and _is_text_list(self._type(args[0])):
             return UNBOUNDED, _UNKNOWN  # Kubernetes charges each string's size, which it cannot know here
         if fn == "join" and _is_list(self._type(args[0])):
-            return UNBOUNDED, _UNKNOWN  # cel-go cannot bound the joined string (on dyn it does not try)
+            # library/cost.go: the list's size times its elements' size, and DRA's size estimator
+            # knows no element size of a literal or split() list: MaxCost ~1.8e18 upstream too
+            return UNBOUNDED, _UNKNOWN
         if fn == "lists.range" and isinstance(args[0], Literal) and isinstance(args[0].value, int):
             return base + 1, _Shape(max(args[0].value, 0), _SCALAR)
         if fn in _REGEX_FUNCTIONS and len(shapes) >= 2:
@@ -147,13 +179,41 @@ class _Estimator:
                 return base + 1, _UNKNOWN
             work = math.ceil(subject * _TRAVERSAL) * math.ceil(pattern * _REGEX_LENGTH)
             return base + 1 + work, _Shape(subject, _Shape(subject))
+        if fn == "string" and len(args) == 1 and self._type(args[0]) in (BYTES, ANY, DYN):
+            size = shapes[0].size  # cel-go bytes_to_string: one traversal, the size kept
+            return (base + math.ceil(size * _TRAVERSAL) if size < UNBOUNDED else UNBOUNDED), shapes[0]
+        if fn == "size" and shapes:
+            return base + 1, _SCALAR  # no estimator upstream: cel-go's unit cost
+        if fn in _NET_PARSERS and n.target is None and shapes:
+            size = shapes[0].size
+            if size == UNBOUNDED:
+                return UNBOUNDED, _UNKNOWN  # cel-go: an unknown string size makes the parse unbounded
+            return base + math.ceil(size * _TRAVERSAL), _Shape(size) if fn == "url" else _UNKNOWN
+        if fn == "ip.isCanonical" and shapes:
+            size = shapes[0].size
+            return (base + math.ceil(size * 2 * _TRAVERSAL) if size < UNBOUNDED else UNBOUNDED), _SCALAR
+        if fn in _NET_ACCESSORS and n.target is not None and self._type(n.target) in (IP, CIDR, URL):
+            return base + 1, _UNKNOWN
+        if fn in _NET_CONTAINS and len(args) == 2:
+            parse: float = 0
+            if self._type(args[1]) in (STRING, DYN, ANY):  # the string overload parses its argument
+                text = shapes[1].size
+                parse = math.ceil(text * _TRAVERSAL) if text < UNBOUNDED else UNBOUNDED
+            return base + _NET_CONTAINS[fn] + parse, _SCALAR
         if fn in _ORDERING and all(self._type(a) in _NUMBERS for a in args):
             return base + 1, _SCALAR  # numbers compare at a constant cost
         if fn == "@in" and len(args) == 2:  # O(n) in a list, O(1) in a map
             n_items = shapes[1].size if _is_list(self._type(args[1])) or self._type(args[1]) in (DYN, ANY) else 1
             return (base + n_items if n_items < UNBOUNDED else UNBOUNDED), _SCALAR
         if fn in _COMPARISONS and len(args) == 2:
-            return self._comparison(args, shapes, base), _SCALAR
+            return self._comparison(fn, args, shapes, base), _SCALAR
+        if n.target is not None and self._type(n.target) in (STRING, ANY, DYN) and fn in _EXT_STRINGS:
+            return self._ext_string(fn, args, shapes, base)
+        if fn == "strings.quote" and shapes:
+            size = shapes[0].size  # cel-go: one traversal; the result is at most 2n+2
+            if size == UNBOUNDED:
+                return UNBOUNDED, _UNKNOWN
+            return base + math.ceil(size * _TRAVERSAL), _Shape(2 * size + 2)
         if fn in _STRING_FUNCTIONS:
             known = [s.size for s in shapes if s.size < UNBOUNDED]
             extra = math.ceil(max(known) * _TRAVERSAL) if known else 0
@@ -164,12 +224,47 @@ class _Estimator:
         same_size = fn in ("flatten", "distinct", "sort", "slice")
         return base + 1, (_widest(shapes) or _UNKNOWN) if same_size else _UNKNOWN
 
-    def _comparison(self, args: list[Node], shapes: list[_Shape], base: float) -> float:
+    def _ext_string(self, fn: str, args: list[Node], shapes: list[_Shape], base: float) -> tuple[float, _Shape]:
+        """Kubernetes library/cost.go for cel-go's ext.Strings on a string target: the call's cost
+        is its traversal (no unit on top); split and replace also build their result (x2)."""
+        size = shapes[0].size
+        if size == UNBOUNDED:
+            return UNBOUNDED, _UNKNOWN
+        if fn == "charAt":
+            return base + 1, _UNKNOWN  # no estimator upstream: cel-go's unit cost
+        if fn in ("indexOf", "lastIndexOf"):
+            return base + math.ceil(size * _TRAVERSAL), _SCALAR
+        if fn == "split":
+            limit = args[2] if len(args) > 2 else None
+            count = size
+            if isinstance(limit, Literal) and isinstance(limit.value, int):  # a constant limit bounds the list
+                count = limit.value if limit.value >= 0 else UNBOUNDED  # upstream reads -1 as a huge uint64
+            return base + math.ceil(size * 2 * _TRAVERSAL), _Shape(count, _UNKNOWN)
+        if fn == "replace":
+            old, new = args[1], shapes[2].size
+            old_min = len(old.value) if isinstance(old, Literal) and isinstance(old.value, str) else 0
+            if old_min == 0:
+                result = (size + 1) * new + size
+            elif new <= old_min:
+                result = size
+            else:
+                result = math.ceil(size / old_min) * new
+            return base + math.ceil(size * 2 * _TRAVERSAL), _Shape(result)
+        return base + math.ceil(size * _TRAVERSAL), shapes[0]  # lowerAscii, upperAscii, substring, trim
+
+    def _comparison(self, fn: str, args: list[Node], shapes: list[_Shape], base: float) -> float:
         """cel-go: the smaller operand's maximum size times 0.1 (values of scalar types have
         size 1; a size nothing bounds makes the comparison unbounded). Two Quantities or two
         Semvers compare at a constant cost, as the Kubernetes estimator has it."""
         types = [self._type(a) for a in args]
-        if types[0] == types[1] and types[0] in (QTY, SEMVER):
+        if fn == "_==_" and types[0] == types[1] and types[0] in (QTY, SEMVER, IP, CIDR):
+            return base + 1  # library/cost.go prices only == for these; != sizes them (unknown)
+        if fn == "_==_" and types[0] == types[1] == URL:
+            # library/cost.go sizes both sides by the right one's computed size: url(...)'s argument
+            rhs = args[1]
+            if isinstance(rhs, Call) and rhs.function == "url" and rhs.target is None:
+                size = shapes[1].size
+                return base + math.ceil(size * _TRAVERSAL) if size < UNBOUNDED else UNBOUNDED
             return base + 1
         sizes = [1 if _is_scalar(t) else s.size for t, s in zip(types, shapes)]
         smallest = min(sizes)

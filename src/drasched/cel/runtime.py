@@ -17,6 +17,7 @@ from typing import Any, Final, NoReturn
 import re2
 
 from drasched.cel import timevals
+from drasched.cel.netlib import CIDR, IP, URL, NetError, parse_cidr, parse_ip, parse_url
 from drasched.cel.semver import Semver, SemverError
 from drasched.cel.timevals import Duration, Timestamp
 from drasched.quantity import Format, Quantity, QuantityError
@@ -79,6 +80,9 @@ TYPE_VALUES: Final = {
         "kubernetes.Quantity",
         "kubernetes.Semver",
         "kubernetes.DRADevice",
+        "net.IP",
+        "net.CIDR",
+        "kubernetes.URL",
         "google.protobuf.Duration",
         "google.protobuf.Timestamp",
     )
@@ -149,6 +153,12 @@ def type_name(v: Any) -> str:
         return "kubernetes.Quantity"
     if t is Semver:
         return "kubernetes.Semver"
+    if t is IP:
+        return "net.IP"
+    if t is CIDR:
+        return "net.CIDR"
+    if t is URL:
+        return "kubernetes.URL"
     if t is Opt:
         return "optional_type"
     if t is Duration:
@@ -737,7 +747,7 @@ def to_string(v: Any) -> str:
             return v.decode("utf-8")
         except UnicodeDecodeError:
             fail("invalid UTF-8 in bytes, cannot convert to string")
-    if t is Quantity or t is Semver:
+    if t is Quantity or t is Semver or t is IP or t is CIDR:
         return str(v)
     if t is Duration:
         return timevals.format_duration(v.ns)
@@ -1355,6 +1365,172 @@ def sv_patch(v: Any) -> int:
     if type(v) is not Semver:
         no_overload("patch", v)
     return int(v.patch)
+
+
+# ----------------------------------------------------------------------------- IP, CIDR and URLs
+# k8s.io/apiserver/pkg/cel/library ip.go, cidr.go and urls.go; parsing lives in netlib.
+
+
+def ip_of(s: Any) -> IP:
+    if type(s) is not str:
+        no_overload("ip", s)
+    try:
+        return parse_ip(s)
+    except NetError as e:
+        fail(str(e))
+
+
+def is_ip(s: Any) -> bool:
+    if type(s) is not str:
+        no_overload("isIP", s)
+    try:
+        parse_ip(s)
+    except NetError:
+        return False
+    return True
+
+
+def ip_is_canonical(s: Any) -> bool:
+    """Addr.String() is the one canonical form; an unparsable string is an error, as upstream."""
+    return str(ip_of(s)) == s if type(s) is str else no_overload("ip.isCanonical", s)
+
+
+def _ip(fn: str, v: Any) -> IP:
+    if type(v) is not IP:
+        no_overload(fn, v)
+    return v
+
+
+def ip_family(v: Any) -> int:
+    return _ip("family", v).family
+
+
+def ip_is_unspecified(v: Any) -> bool:
+    return _ip("isUnspecified", v).is_unspecified()
+
+
+def ip_is_loopback(v: Any) -> bool:
+    return _ip("isLoopback", v).is_loopback()
+
+
+def ip_is_link_local_multicast(v: Any) -> bool:
+    return _ip("isLinkLocalMulticast", v).is_link_local_multicast()
+
+
+def ip_is_link_local_unicast(v: Any) -> bool:
+    return _ip("isLinkLocalUnicast", v).is_link_local_unicast()
+
+
+def ip_is_global_unicast(v: Any) -> bool:
+    return _ip("isGlobalUnicast", v).is_global_unicast()
+
+
+def cidr_of(s: Any) -> CIDR:
+    if type(s) is not str:
+        no_overload("cidr", s)
+    try:
+        return parse_cidr(s)
+    except NetError as e:
+        fail(str(e))
+
+
+def is_cidr(s: Any) -> bool:
+    if type(s) is not str:
+        no_overload("isCIDR", s)
+    try:
+        parse_cidr(s)
+    except NetError:
+        return False
+    return True
+
+
+def _cidr(fn: str, v: Any) -> CIDR:
+    if type(v) is not CIDR:
+        no_overload(fn, v)
+    return v
+
+
+def cidr_contains_ip(c: Any, other: Any) -> bool:
+    """Both overloads: an IP, or a string parsed as ip() parses it."""
+    cidr = _cidr("containsIP", c)
+    if type(other) is str:
+        try:
+            other = parse_ip(other)
+        except NetError:
+            fail("no such overload")  # upstream drops the parse error: MaybeNoSuchOverloadErr(the CIDR)
+    if type(other) is not IP:
+        no_overload("containsIP", c, other)
+    return cidr.contains(other)
+
+
+def cidr_contains_cidr(c: Any, other: Any) -> bool:
+    cidr = _cidr("containsCIDR", c)
+    if type(other) is str:
+        other = cidr_of(other)
+    if type(other) is not CIDR:
+        no_overload("containsCIDR", c, other)
+    return cidr.contains_cidr(other)
+
+
+def cidr_ip(v: Any) -> IP:
+    return _cidr("ip", v).ip()
+
+
+def cidr_masked(v: Any) -> CIDR:
+    return _cidr("masked", v).masked()
+
+
+def cidr_prefix_length(v: Any) -> int:
+    return _cidr("prefixLength", v).bits
+
+
+def url_of(s: Any) -> URL:
+    if type(s) is not str:
+        no_overload("url", s)
+    try:
+        return parse_url(s)
+    except NetError as e:
+        fail(str(e))
+
+
+def is_url(s: Any) -> bool:
+    if type(s) is not str:
+        no_overload("isURL", s)
+    try:
+        parse_url(s)
+    except NetError:
+        return False
+    return True
+
+
+def _url(fn: str, v: Any) -> URL:
+    if type(v) is not URL:
+        no_overload(fn, v)
+    return v
+
+
+def url_get_scheme(v: Any) -> str:
+    return _url("getScheme", v).scheme.decode("utf-8", "replace")
+
+
+def url_get_host(v: Any) -> str:
+    return _url("getHost", v).host.decode("utf-8", "replace")
+
+
+def url_get_hostname(v: Any) -> str:
+    return _url("getHostname", v).hostname()
+
+
+def url_get_port(v: Any) -> str:
+    return _url("getPort", v).port()
+
+
+def url_get_escaped_path(v: Any) -> str:
+    return _url("getEscapedPath", v).escaped_path().decode("utf-8", "replace")
+
+
+def url_get_query(v: Any) -> dict[str, list[str]]:
+    return _url("getQuery", v).query()
 
 
 # ----------------------------------------------------------------------------- optional
