@@ -196,6 +196,15 @@ def jobset_gang(jobset: Obj) -> int:
                for r in spec_of(jobset).get("replicatedJobs") or [])
 
 
+def staged(jobset: Obj) -> bool:
+    """Whether a JobSet creates its Jobs in stages: a replicated Job ``dependsOn`` another, or
+    ``startupPolicy.startupPolicyOrder: InOrder`` (the JobSet controller's startup order)."""
+    spec = spec_of(jobset)
+    if (spec.get("startupPolicy") or {}).get("startupPolicyOrder") == "InOrder":
+        return True
+    return any(r.get("dependsOn") for r in spec.get("replicatedJobs") or [])
+
+
 def job_gang(job: Obj) -> int:
     """A Job's gang: ``parallelism`` pods run together (never more than ``completions``)."""
     spec = spec_of(job)
@@ -327,7 +336,15 @@ class ImplicitGangController:
                 jobset = self._controller_of(owner, ns)
                 if jobset is None:
                     return self._missing("its Job's JobSet")
-                return GangSpec(jobset, jobset_gang(jobset)) if self.settings.on("JobSet") else _off("JobSet")
+                if not self.settings.on("JobSet"):
+                    return _off("JobSet")
+                if staged(jobset):
+                    # Its Jobs are created in stages: a gang of all of them would wait for pods that the
+                    # JobSet creates only after the first stage ran. Each Job is a gang of its own.
+                    self._warn(jobset, "GangPerJob", "a JobSet whose Jobs start in stages (dependsOn, "
+                               "startupPolicy InOrder) is gang-scheduled one Job at a time")
+                    return GangSpec(owner, job_gang(owner)) if self.settings.on(kind) else _off(kind)
+                return GangSpec(jobset, jobset_gang(jobset))
             return GangSpec(owner, job_gang(owner)) if self.settings.on(kind) else _off(kind)
         if kind == "ReplicaSet":
             deployment = self._controller_of(owner, ns)
