@@ -127,6 +127,47 @@ class Release:
         return out
 
 
+@dataclass(eq=False)
+class ClaimRelease:
+    """The devices of a claim whose pods are gone, given back in the session: the claim
+    controller deallocates it a moment after its last pod goes, and a nominated preemptor may
+    count on that room as on a terminating victim's (``apply``/``revert`` are exact inverses)."""
+
+    session: Session
+    key: str
+    freed: tuple[Obj, Obj | None] | None = None
+    """(allocation removed, session allocation it replaced), None when there was none."""
+
+    def apply(self) -> None:
+        s = self.session
+        alloc = s.claim_allocation(self.key)
+        self.freed = None
+        if alloc is None:
+            return
+        s.state.remove(alloc)
+        s.take_devices(alloc, +1.0, gpu_row=not s.snap.claims[self.key].extended)
+        self.freed = (alloc, s.claim_alloc.pop(self.key, None))
+        s.deallocated.add(self.key)
+
+    def revert(self) -> None:
+        if self.freed is None:
+            return
+        s = self.session
+        alloc, prev = self.freed
+        s.deallocated.discard(self.key)
+        if prev is not None:
+            s.claim_alloc[self.key] = prev
+        s.take_devices(alloc, -1.0, gpu_row=not s.snap.claims[self.key].extended)
+        s.state.add(alloc)
+
+
+def release_claim(session: Session, key: str) -> ClaimRelease:
+    """Free claim ``key``'s devices in the session (undone by a Statement rollback)."""
+    rel = ClaimRelease(session, key)
+    session.apply(rel)
+    return rel
+
+
 def release(session: Session, pod: PodInfo, node: int, queue: str) -> Release:
     """Free ``pod``'s resources in the session (undone by a Statement rollback)."""
     rel = Release(session, pod, node, queue)
@@ -134,6 +175,6 @@ def release(session: Session, pod: PodInfo, node: int, queue: str) -> Release:
     return rel
 
 
-def reoccupy(session: Session, rel: Release) -> None:
+def reoccupy(session: Session, rel: Release | ClaimRelease) -> None:
     """Take a release's resources again, as a new change (a rollback frees them again)."""
     session.apply(Inverse(rel))

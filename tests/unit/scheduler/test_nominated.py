@@ -63,3 +63,33 @@ def test_a_nomination_that_cannot_hold_is_cleared() -> None:
     w = _world(_nominated("h", "b", queue="q", claims=uses("wanted"), priorityClassName="high"))
     r = w.cycle()
     assert [(p.name, n) for p, n in r.nominations] == [("h", None)]
+
+
+def test_a_nomination_survives_while_the_victims_claims_are_being_deallocated() -> None:
+    """The victims are gone but the claim controller has not deallocated their claims yet (a
+    moment later in a real cluster): the preemptor keeps its nomination and waits, instead of
+    failing, losing it and having more pods evicted for it (seen under serve: 8 evictions for a
+    gang that needed 6 GPUs)."""
+    w = _world(_nominated("h", "a", queue="q", claims=uses("wanted"), priorityClassName="high"))
+    for v in ("v1", "v2"):
+        w.store.delete(kinds.POD, v, "default", grace_period_seconds=0)  # gone; c1, c2 still allocated to them
+    r = w.cycle()
+    assert r.bind_requests == [] and r.evictions == [] and r.nominations == []
+    assert {p.name: c["message"] for p, c in r.pod_conditions}["h"] == (
+        "nominated to node a: waiting for the pods evicted for it to terminate")
+    assert "pod:default/h" not in r.failed_gangs
+    for c in ("c1", "c2"):  # the claim controller deallocates them
+        claim_obj = w.store.get(kinds.RESOURCE_CLAIM, c, "default")
+        claim_obj["status"] = {}
+        w.store.update_status(claim_obj)
+    r = w.cycle()
+    assert placed_nodes(r) == {"h": "a"}
+
+
+def test_an_allocated_claim_waiting_for_its_pods_does_not_hold_a_nomination() -> None:
+    """A claim allocated ahead of its pods (reserved for nobody, owned by no pod) is not being
+    released: a nomination on its node that cannot hold is cleared as before."""
+    w = _world(_nominated("h", "b", queue="q", claims=uses("wanted"), priorityClassName="high"),
+               held_claim("pre", "b", "dev-0"))
+    r = w.cycle()
+    assert [(p.name, n) for p, n in r.nominations] == [("h", None)]

@@ -15,16 +15,18 @@ other gang, its gang is tried on the nominated nodes:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from drasched.scheduler.accounting import ALLOCATED
 from drasched.scheduler.actions.task import place_task
+from drasched.scheduler.claims import ClaimInfo
 from drasched.scheduler.eviction import nominated_message
 from drasched.scheduler.podinfo import PodInfo
-from drasched.scheduler.release import release, reoccupy
+from drasched.scheduler.release import ClaimRelease, Release, release, release_claim, reoccupy
 from drasched.scheduler.session import Session, Statement
-from drasched.scheduler.snapshot import GroupInfo
+from drasched.scheduler.snapshot import GroupInfo, Snapshot
 
 Terminating = dict[int, list[tuple[PodInfo, str]]]
 """Node -> (pod being deleted there, its queue)."""
@@ -52,9 +54,14 @@ def place_nominated(session: Session) -> set[str]:
     if not waiting:
         return handled
     terminating = _terminating(session)
+    stale = _stale_claims(session)
     for nodes, group in waiting.items():
-        # The pods terminating on these nodes are released once for every gang nominated there.
-        released = [release(session, p, j, queue) for j in nodes for p, queue in terminating.get(j, ())]
+        # The pods terminating on these nodes are released once for every gang nominated there,
+        # and so are the claims of victims already gone that the claim controller has not yet
+        # deallocated (a moment's work): both are room on its way to the gang.
+        released: list[Release | ClaimRelease] = [
+            release(session, p, j, queue) for j in nodes for p, queue in terminating.get(j, ())]
+        released += [release_claim(session, key) for j in nodes for key in stale.get(j, ())]
         if not released:
             continue
         for g in group:
@@ -76,6 +83,64 @@ def _terminating(session: Session) -> Terminating:
             if queue in snap.queues:
                 out.setdefault(snap.node_pos[p.node_name], []).append((p, queue))
     return out
+
+
+def _stale_claims(session: Session) -> dict[int, list[str]]:
+    """Node -> claims holding devices there whose pods are gone: allocated, reserved for no pod
+    that still exists (or for none, and generated for a pod that is gone, or being deleted).
+    The claim controller releases and deallocates them right after the pods go."""
+    snap = session.snap
+    out: dict[int, list[str]] = {}
+    for c in snap.claims.values():
+        if c.allocation is None or c.assumed:
+            continue
+        node = allocation_node(c.allocation) or _device_node(snap, c.allocation)
+        if node not in snap.node_pos:
+            continue
+        if c.reserved_for:
+            if any(_alive(snap, c, r) for r in c.reserved_for):
+                continue
+        elif not (c.deleting or _owner_pod_gone(snap, c)):
+            continue  # allocated ahead of its pods (or for a group): not being released
+        out.setdefault(snap.node_pos[node], []).append(c.key)
+    return out
+
+
+def _alive(snap: Snapshot, claim: ClaimInfo, consumer: dict[str, object]) -> bool:
+    if consumer.get("resource") != "pods":
+        return True  # a PodGroup's reservation: its group decides
+    pod = snap.pods.get(f"{claim.key.split('/', 1)[0]}/{consumer.get('name')}")
+    return pod is not None and pod.uid == consumer.get("uid") and not pod.terminal
+
+
+def _owner_pod_gone(snap: Snapshot, claim: ClaimInfo) -> bool:
+    owner = next((r for r in (claim.obj.get("metadata") or {}).get("ownerReferences") or []
+                  if r.get("controller") and r.get("kind") == "Pod"), None)
+    if owner is None:
+        return False
+    pod = snap.pods.get(f"{claim.key.split('/', 1)[0]}/{owner.get('name')}")
+    return pod is None or pod.uid != owner.get("uid") or pod.terminal
+
+
+def allocation_node(allocation: dict[str, Any]) -> str | None:
+    """The one node an allocation's ``nodeSelector`` pins it to (``metadata.name In [node]``), if any."""
+    selector = allocation.get("nodeSelector")
+    terms = selector.get("nodeSelectorTerms") if isinstance(selector, dict) else None
+    if not isinstance(terms, list) or len(terms) != 1 or not isinstance(terms[0], dict):
+        return None
+    fields = terms[0].get("matchFields") or []
+    names = [v for f in fields if isinstance(f, dict) and f.get("key") == "metadata.name" and f.get("operator") == "In"
+             for v in f.get("values") or []]
+    return str(names[0]) if len(names) == 1 else None
+
+
+def _device_node(snap: Snapshot, allocation: dict[str, Any]) -> str | None:
+    """The node of the slice that publishes an allocation's first device (node-local devices)."""
+    for r in ((allocation.get("devices") or {}).get("results") or []):
+        entry = snap.accounting.devices.get((r.get("driver"), r.get("pool"), r.get("device")))
+        if entry is not None:
+            return entry.node_name
+    return None
 
 
 def _tasks(g: GroupInfo) -> list[PodInfo]:
