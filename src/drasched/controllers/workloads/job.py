@@ -14,6 +14,17 @@ Follows upstream ``pkg/controller/job/job_controller.go`` in what a user sees:
   once); a pod that vanishes while running counts as failed, as the tracking finalizer makes
   it upstream. Replacements wait the pod-failure back-off: 10s doubled per failure since the
   last success, at most 10 minutes (``DefaultJobPodFailureBackOff``, ``MaxJobPodFailureBackOff``).
+* **Per index** (``backoffLimitPerIndex``, Indexed only). Each replacement pod carries
+  ``batch.kubernetes.io/job-index-failure-count`` (and ``...-ignored-failure-count``) of its
+  index; a failed pod whose count reached the limit, or that matched a ``FailIndex`` rule,
+  fails its index (``status.failedIndexes``), which is not retried. The back-off is per index
+  (from the index's last failed pod) and the Job-wide one is not applied. More than
+  ``maxFailedIndexes`` failed indexes fail the Job (``MaxFailedIndexesExceeded``); every index
+  finished with some failed fails it too (``FailedIndexes``). Without this the defaulted
+  ``backoffLimit`` (MaxInt32) would retry a failing index for ever.
+* **Success policy** (``successPolicy``, Indexed only): once a rule is met the Job gets
+  ``SuccessCriteriaMet`` (reason ``SuccessPolicy``, ``Matched rules at index <i>``), its other
+  pods are deleted without counting as failed, and ``Complete`` follows with the same reason.
 * **Ending.** A Job that will fail gets ``FailureTarget`` (reasons ``BackoffLimitExceeded``,
   ``DeadlineExceeded``, ``PodFailurePolicy``), its active pods are deleted, and ``Failed``
   follows once none is left; a Job that will succeed gets ``SuccessCriteriaMet`` then
@@ -25,8 +36,8 @@ The selector and the template labels are the API server's, generated from the Jo
 create (:mod:`drasched.api.job_strategy`; the memory store does it too).
 
 Not modelled: the ``batch.kubernetes.io/job-tracking`` finalizer (pods are counted in
-memory instead, so a Job loaded with a status counts from the pods it finds),
-``backoffLimitPerIndex``, ``successPolicy`` and ``managedBy``.
+memory instead, so a Job loaded with a status counts from the pods it finds, and an index's
+last failed pod is remembered rather than kept by its finalizer) and ``managedBy``.
 """
 
 from __future__ import annotations
@@ -52,7 +63,26 @@ from drasched.controllers.workloads.common import (
     set_condition,
     spec_of,
 )
-from drasched.controllers.workloads.podfailurepolicy import FAIL_JOB, IGNORE, match_pod_failure_policy
+from drasched.controllers.workloads.job_indexes import (
+    INDEX_FAILURE_COUNT,
+    INDEX_IGNORED_FAILURE_COUNT,
+    MESSAGE_FAILED_INDEXES,
+    MESSAGE_MAX_FAILED_INDEXES,
+    REASON_FAILED_INDEXES,
+    REASON_MAX_FAILED_INDEXES,
+    REASON_SUCCESS_POLICY,
+    finished_time,
+    index_absolute_failure_count,
+    is_index_failed,
+    match_success_policy,
+    new_index_failure_counts,
+)
+from drasched.controllers.workloads.podfailurepolicy import (
+    FAIL_JOB,
+    IGNORE,
+    PolicyMatch,
+    match_pod_failure_policy,
+)
 
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
@@ -81,19 +111,38 @@ class _Outcome:
 
 @dataclass
 class _Tally:
-    """What the controller counted of one Job's finished pods (upstream keeps it via finalizers)."""
+    """What the controller counted of one Job's finished pods (upstream keeps it via finalizers).
+
+    Counters are kept beside the outcomes so a sync costs the same after a thousand failures
+    as after one (a Job retried for long must not slow every round down).
+    """
 
     outcomes: dict[str, _Outcome] = field(default_factory=dict)
     last_seen: dict[str, Obj] = field(default_factory=dict)
     failures_since_success: int = 0
     last_failure: datetime | None = None
     policy_failure: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    done_indexes: set[int] = field(default_factory=set)
+    failed_indexes: set[int] = field(default_factory=set)
+    # per index, the last failed pod and when it ended: its replacement inherits its counts
+    # (upstream getPodsWithDelayedDeletionPerIndex, which keeps that pod by its finalizer)
+    last_failed: dict[int, tuple[Obj, datetime]] = field(default_factory=dict)
+
+    def record(self, uid: str, outcome: _Outcome) -> None:
+        old = self.outcomes.get(uid)
+        if old is not None:
+            self.counts[old.result] -= 1
+        self.outcomes[uid] = outcome
+        self.counts[outcome.result] = self.counts.get(outcome.result, 0) + 1
+        if outcome.result == "succeeded" and outcome.index is not None:
+            self.done_indexes.add(outcome.index)
 
     def count(self, result: str) -> int:
-        return sum(1 for o in self.outcomes.values() if o.result == result)
+        return self.counts.get(result, 0)
 
     def succeeded_indexes(self) -> set[int]:
-        return {o.index for o in self.outcomes.values() if o.result == "succeeded" and o.index is not None}
+        return self.done_indexes
 
 
 def backoff_remaining(failures: int, last_failure: datetime | None, now: datetime) -> timedelta:
@@ -130,6 +179,15 @@ def pod_index(pod: Obj) -> int | None:
         return int(text) if text is not None else None
     except ValueError:
         return None
+
+
+def per_index_limit(job: Obj) -> int | None:
+    """``backoffLimitPerIndex`` of an Indexed Job, else None (upstream ``hasBackoffLimitPerIndex``)."""
+    spec = spec_of(job)
+    limit = spec.get("backoffLimitPerIndex")
+    if limit is None or spec.get("completionMode") != "Indexed":
+        return None
+    return int(limit)
 
 
 def job_finished(job: Obj) -> bool:
@@ -169,8 +227,11 @@ class JobController(WorkloadBase):
             set_condition(status, cond_type, "True", reason, message, stamp)
             if not active and not terminating:  # every pod has stopped: the end is final
                 wrote |= self._finish(job, status, cond_type, reason, message, stamp)
-            for pod in active:  # deleted pods count as failed once gone, as upstream counts them
-                wrote |= self._delete_pod(job, pod)
+            # deleted pods count as failed once gone, as upstream counts them, unless the Job
+            # succeeded (upstream trackJobStatusAndRemoveFinalizers skips them on SuccessCriteriaMet)
+            spared = tally if cond_type == "SuccessCriteriaMet" else None
+            for pod in active:
+                wrote |= self._delete_pod(job, pod, spared)
             active = []
         else:
             wrote |= self._suspend_or_resume(job, status, stamp)
@@ -194,28 +255,51 @@ class JobController(WorkloadBase):
     def _count(self, job: Obj, tally: _Tally, pods: list[Obj]) -> None:
         """Count pods that finished (or vanished while running) since the last pass, in name order."""
         present = {md(p).get("uid", "") for p in pods}
-        finished = [p for p in pods if is_terminal(p) and md(p).get("uid", "") not in tally.outcomes]
+        fresh = [p for p in pods if md(p).get("uid", "") not in tally.outcomes]  # counted pods cost nothing
+        finished = [p for p in fresh if is_terminal(p) or _failed_once_deleted(job, p)]
         vanished = [tally.last_seen[u] for u in sorted(tally.last_seen) if u not in present
                     and u not in tally.outcomes]
-        for pod in pods:
-            if not is_terminal(pod):
+        for pod in fresh:
+            if not is_terminal(pod) and not _failed_once_deleted(job, pod):
                 tally.last_seen[md(pod).get("uid", "")] = pod
         for pod in [*finished, *vanished]:
             uid = md(pod).get("uid", "")
             tally.last_seen.pop(uid, None)
             if phase(pod) == "Succeeded":
-                tally.outcomes[uid] = _Outcome("succeeded", pod_index(pod))
+                tally.record(uid, _Outcome("succeeded", pod_index(pod)))
                 tally.failures_since_success = 0
                 continue
-            match = match_pod_failure_policy(spec_of(job).get("podFailurePolicy"), pod)
-            if match is not None and match.action == IGNORE:
-                tally.outcomes[uid] = _Outcome("ignored", pod_index(pod))
-                continue
-            tally.outcomes[uid] = _Outcome("failed", pod_index(pod))
+            # every failed pod feeds the back-off, ignored ones too (upstream newBackoffRecord takes
+            # all of getNewFinishedPods' failed pods): a pod that fails at once under an Ignore
+            # rule is not recreated in the same instant for ever
             tally.failures_since_success += 1
-            tally.last_failure = self.ctx.now()
+            tally.last_failure = finished_time(pod, self.ctx.now())
+            match = match_pod_failure_policy(spec_of(job).get("podFailurePolicy"), pod)
+            self._count_index_failure(job, tally, pod, match)
+            if match is not None and match.action == IGNORE:
+                tally.record(uid, _Outcome("ignored", pod_index(pod)))
+                continue
+            tally.record(uid, _Outcome("failed", pod_index(pod)))
             if match is not None and match.action == FAIL_JOB and tally.policy_failure is None:
                 tally.policy_failure = match.message
+
+    def _count_index_failure(self, job: Obj, tally: _Tally, pod: Obj, match: PolicyMatch | None) -> None:
+        """With ``backoffLimitPerIndex``: remember the index's last failed pod (upstream
+        ``getPodsWithDelayedDeletionPerIndex``) and fail the index once its limit is spent
+        (``calculateFailedIndexes`` / ``isIndexFailed``)."""
+        limit = per_index_limit(job)
+        index = pod_index(pod)
+        if limit is None or index is None or index >= int(spec_of(job).get("completions") or 0):
+            return
+        if condition_true(job, "FailureTarget") or condition_true(job, "SuccessCriteriaMet"):
+            return  # pods deleted for the Job's end lost their finalizer upstream: no index of theirs fails
+        ended = finished_time(pod, self.ctx.now())
+        kept = tally.last_failed.get(index)
+        if kept is None or (index_absolute_failure_count(kept[0]) <= index_absolute_failure_count(pod)
+                            and ended >= kept[1]):
+            tally.last_failed[index] = (pod, ended)
+        if is_index_failed(pod, match, limit):
+            tally.failed_indexes.add(index)
 
     def _fill_counts(self, job: Obj, status: Obj, tally: _Tally, active: list[Obj],
                      terminating: list[Obj]) -> None:
@@ -234,6 +318,8 @@ class JobController(WorkloadBase):
                 status["completedIndexes"] = text
             else:
                 status.pop("completedIndexes", None)
+            if per_index_limit(job) is not None:  # upstream writes it, "" included, with the limit
+                status["failedIndexes"] = format_indexes(tally.failed_indexes)
 
     # ---- the end -----------------------------------------------------------------------------
     def _ending(self, job: Obj, status: Obj, tally: _Tally, now: datetime) -> tuple[str, str, str] | None:
@@ -251,6 +337,18 @@ class JobController(WorkloadBase):
         if deadline is not None and status.get("startTime") and not spec.get("suspend") \
                 and now >= parse_time(status["startTime"]) + timedelta(seconds=int(deadline)):
             return "FailureTarget", REASON_DEADLINE, MESSAGE_DEADLINE
+        if spec.get("completionMode") == "Indexed":
+            completions = int(spec.get("completions") or 0)
+            if per_index_limit(job) is not None:  # upstream syncJob, after the Job-wide limits
+                failed = len(tally.failed_indexes)
+                most = spec.get("maxFailedIndexes")
+                if most is not None and failed > int(most):
+                    return "FailureTarget", REASON_MAX_FAILED_INDEXES, MESSAGE_MAX_FAILED_INDEXES
+                if failed and failed + len(tally.succeeded_indexes()) >= completions:
+                    return "FailureTarget", REASON_FAILED_INDEXES, MESSAGE_FAILED_INDEXES
+            met = match_success_policy(spec.get("successPolicy"), completions, tally.succeeded_indexes())
+            if met is not None:
+                return "SuccessCriteriaMet", REASON_SUCCESS_POLICY, met
         if self._succeeded(job, tally):
             return "SuccessCriteriaMet", REASON_COMPLETIONS, MESSAGE_COMPLETIONS
         return None
@@ -314,7 +412,7 @@ class JobController(WorkloadBase):
         completions = spec.get("completions")
         indexed = spec.get("completionMode") == "Indexed"
         if indexed:
-            busy = {pod_index(p) for p in active} | tally.succeeded_indexes()
+            busy = {pod_index(p) for p in active} | tally.succeeded_indexes() | tally.failed_indexes
             todo: list[int | None] = [i for i in range(int(completions or 0)) if i not in busy]
         elif completions is not None:
             todo = [None] * max(0, int(completions) - tally.count("succeeded") - len(active))
@@ -328,6 +426,8 @@ class JobController(WorkloadBase):
             return surplus[-want:]
         if want == 0:
             return active
+        if indexed and per_index_limit(job) is not None:
+            return active + self._create_per_index(job, tally, [i for i in todo[:want] if i is not None], now)
         wait = backoff_remaining(tally.failures_since_success, tally.last_failure, now)
         if wait > timedelta(0):
             self.wake(job, now + wait)
@@ -335,7 +435,35 @@ class JobController(WorkloadBase):
         created = [new for index in todo[:want] if (new := self._create_pod(job, index)) is not None]
         return active + created
 
-    def _create_pod(self, job: Obj, index: int | None) -> Obj | None:
+    def _create_per_index(self, job: Obj, tally: _Tally, indexes: list[int], now: datetime) -> list[Obj]:
+        """Create the pending indexes whose own back-off is over, else wait for the nearest
+        (upstream ``getPodCreationInfoForIndependentIndexes``; the Job-wide back-off is skipped)."""
+        ready: list[int] = []
+        waits: list[timedelta] = []
+        for index in indexes:
+            kept = tally.last_failed.get(index)
+            wait = timedelta(0) if kept is None else backoff_remaining(
+                index_absolute_failure_count(kept[0]) + 1, kept[1], now)
+            if wait > timedelta(0):
+                waits.append(wait)
+            else:
+                ready.append(index)
+        if waits:
+            self.wake(job, now + min(waits))
+        policy = spec_of(job).get("podFailurePolicy")
+        created: list[Obj] = []
+        for index in ready:
+            kept = tally.last_failed.get(index)
+            replaced = kept[0] if kept is not None else None
+            match = match_pod_failure_policy(policy, replaced) if replaced is not None else None
+            new = self._create_pod(job, index, new_index_failure_counts(replaced, match))
+            if new is not None:
+                created.append(new)
+        return created
+
+    def _create_pod(self, job: Obj, index: int | None, failures: tuple[int, int] | None = None) -> Obj | None:
+        """``failures``: the index's (failure, ignored failure) counts, set with ``backoffLimitPerIndex``
+        (upstream ``addIndexFailureCountAnnotation``)."""
         name, uid = md(job).get("name", ""), md(job).get("uid", "")
         labels = {CONTROLLER_UID_LABEL: uid, JOB_NAME_LABEL: name,
                   LEGACY_CONTROLLER_UID_LABEL: uid, LEGACY_JOB_NAME_LABEL: name}
@@ -343,6 +471,10 @@ class JobController(WorkloadBase):
         if index is not None:
             labels[COMPLETION_INDEX] = str(index)
             annotations[COMPLETION_INDEX] = str(index)
+        if failures is not None:
+            annotations[INDEX_FAILURE_COUNT] = str(failures[0])
+            if failures[1] > 0:
+                annotations[INDEX_IGNORED_FAILURE_COUNT] = str(failures[1])
         pod = pod_from_template(job, spec_of(job).get("template") or {},
                                 generate_name=f"{name}-" if index is None else f"{name}-{index}-",
                                 extra_labels=labels, extra_annotations=annotations)
@@ -359,9 +491,20 @@ class JobController(WorkloadBase):
         if not self.delete(kinds.POD, pod):
             return False
         if not_a_failure is not None:
-            not_a_failure.outcomes[md(pod).get("uid", "")] = _Outcome("ignored", pod_index(pod))
+            not_a_failure.record(md(pod).get("uid", ""), _Outcome("ignored", pod_index(pod)))
         self.ctx.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {md(pod).get('name')}", self.component)
         return True
+
+
+def _failed_once_deleted(job: Obj, pod: Obj) -> bool:
+    """A pod being deleted already counts as failed (upstream ``isPodFailed``: without a
+    ``podFailurePolicy`` and unless ``podReplacementPolicy: Failed``, a deletion timestamp on a pod
+    that did not succeed is a failure), so its index's limit and the Job's are judged at once,
+    before a replacement is made for it."""
+    spec = spec_of(job)
+    if spec.get("podFailurePolicy") is not None or spec.get("podReplacementPolicy") == "Failed":
+        return False
+    return is_deleting(pod) and phase(pod) != "Succeeded"
 
 
 def _add_index_to_spec(spec: Obj, job_name: str, index: int) -> None:
