@@ -314,7 +314,7 @@ def _run_threaded(
     gc.set_threshold(*SERVE_GC_THRESHOLDS)
     informers = SharedInformers(raw_store, watch_timeout=watch_timeout)
     informers.start(SERVE_KINDS)
-    if not informers.wait_for_sync(timeout=120.0):
+    if not informers.wait_for_sync(timeout=120.0, stop=stop) and not stop.is_set():
         log.warning("informers did not finish their first list in 120 s; controllers wait for them")
     gc.freeze()  # the first lists are long-lived: the collector's full passes need not walk them
     # Every write is fenced by leadership; the elector itself renews through the raw store.

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drasched.api import kinds as kinds_mod
-from drasched.api.errors import Conflict, Gone, NotFound
+from drasched.api.errors import ApiError, Conflict, Gone, NotFound
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import controller_uid
 from drasched.store.base import ClusterStore, ListResult, Obj, WatchEvent
@@ -101,6 +101,13 @@ class KindFeed:
         while not self.reflector.synced and not stop.is_set():
             try:
                 self.reflector.relist()
+            except ApiError as exc:  # the server answered: its message says it all, no traceback
+                if stop.is_set():
+                    return
+                failures += 1
+                log.error("%s informer: list failed (%d in a row): %s%s", self.rt.kind, failures, exc.message,
+                          _missing_kind_hint(self.rt) if isinstance(exc, NotFound) else "")
+                stop.wait(min(5.0, 0.1 * 2**failures))
             except Exception:
                 if stop.is_set():
                     return
@@ -190,6 +197,14 @@ class KindFeed:
         return self._synced.wait(timeout)
 
 
+def _missing_kind_hint(rt: ResourceType) -> str:
+    """What a 404 on listing a kind means: the server does not serve it."""
+    if rt.group == kinds_mod.DRASCHED:
+        return (f" ({rt.group}/{rt.version} {rt.plural} is not served: install drasched's CRDs, "
+                "kubectl apply -f deploy/crds/ or the Helm chart, which carries them)")
+    return f" ({rt.api_version} {rt.plural} is not served by this API server)"
+
+
 class _ReplacingReflector(Reflector):
     """A Reflector that tells its feed when a relist replaced the cache (see ``KindFeed._replaced``)."""
 
@@ -273,10 +288,15 @@ class SharedInformers:
         for rt in kinds:
             self.feed(rt)
 
-    def wait_for_sync(self, timeout: float = 60.0) -> bool:
-        """Whether every started feed finished its first list within ``timeout`` seconds."""
+    def wait_for_sync(self, timeout: float = 60.0, stop: threading.Event | None = None) -> bool:
+        """Whether every started feed finished its first list within ``timeout`` seconds; gives up
+        at once when ``stop`` is set (a SIGTERM must not wait out a server that cannot list)."""
         deadline = time.monotonic() + timeout
-        return all(f.wait_synced(max(0.0, deadline - time.monotonic())) for f in list(self._feeds.values()))
+        for f in list(self._feeds.values()):
+            while not f.wait_synced(min(0.2, max(0.0, deadline - time.monotonic()))):
+                if (stop is not None and stop.is_set()) or time.monotonic() >= deadline:
+                    return False
+        return True
 
     def observe(self, obj: Obj | None) -> None:
         """Put the result of our own write into its kind's feed (a private copy)."""
