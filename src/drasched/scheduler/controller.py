@@ -340,7 +340,10 @@ class SchedulerController:
             # A pod still waiting for its claims to be created was not really tried (upstream holds
             # such a pod before its queue, in PreEnqueue): its claims' arrival retries it at once.
             if any(" to be created" in messages.get(p.key, "") for p in snap.groups[key].pending):
-                self._parked[key] = (gang_signature(snap.groups[key], self._signatures), snap.freed, until, now)
+                # Tried again once the claim-wait grace ends if its condition was held back for it,
+                # so a claim that never comes (a resourceClaimName nobody creates) is reported then.
+                retry = min([until, *(t for t in self._grace_ends(snap.groups[key], messages) if t > now)])
+                self._parked[key] = (gang_signature(snap.groups[key], self._signatures), snap.freed, retry, now)
                 self._awaiting[key] = missing_claims(snap.groups[key], snap.claims)
                 continue
             self._awaiting.pop(key, None)
@@ -348,6 +351,14 @@ class SchedulerController:
             backoff = min(GANG_BACKOFF_INITIAL * 2 ** (failures - 1), GANG_BACKOFF_MAX) if self.gang_backoff else 0.0
             self._parked[key] = (gang_signature(snap.groups[key], self._signatures), snap.freed, until,
                                  now + timedelta(seconds=backoff))
+
+    def _grace_ends(self, g: GroupInfo, messages: Mapping[str, str]) -> list[datetime]:
+        """When the claim-wait grace of the gang's pods ends, for those whose condition it holds back."""
+        if self.claim_wait_grace is None:
+            return []
+        grace = timedelta(seconds=self.claim_wait_grace)
+        return [since + grace for p in g.pending
+                if (since := self._waiting_since.get((p.uid, messages.get(p.key, "")))) is not None]
 
     def _load_config(self, ctx: ControllerContext) -> None:
         """Apply the ConfigMap's configuration when it changes; a bad one is reported and ignored."""

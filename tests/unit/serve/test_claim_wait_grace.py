@@ -99,3 +99,26 @@ def test_no_deadline_while_the_claim_controller_has_the_pod_queued() -> None:
     _touch(ctx, "again")
     sched.reconcile(ctx)
     assert "to be created from template" in (_condition(ctx) or "")
+
+
+def test_a_claim_nobody_creates_is_reported_when_the_grace_ends_with_nothing_else_changing() -> None:
+    """A pod naming a resourceClaimName that is never created: once the grace ends the scheduler
+    writes why it waits, though nothing in the cluster changed (it waited for its 5 minute park)."""
+    clock = VirtualClock()
+    store = MemoryStore(clock=clock.now, auto_namespaces=True)
+    store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+                  "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}})
+    store.create({"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": "p", "namespace": "default", "creationTimestamp": format_time(clock.now())},
+                  "spec": {"schedulerName": "drasched",
+                           "containers": [{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}],
+                           "resourceClaims": [{"name": "gpu", "resourceClaimName": "no-such-claim"}]}})
+    ctx = SimContext(store, clock)
+    sched = SchedulerController(SchedulerConfig(), claim_wait_grace=30.0)
+    sched.reconcile(ctx)
+    assert _condition(ctx) is None
+    wake = ctx.next_wakeup()
+    assert wake is not None and wake - ctx.now() <= timedelta(seconds=30)
+    ctx.clock.advance_to(wake)
+    sched.reconcile(ctx)  # woken, nothing changed
+    assert "no-such-claim" in (_condition(ctx) or "")
