@@ -53,6 +53,7 @@ from drasched.scheduler.extended import (
 from drasched.scheduler.framework.profile import Profile, default_profile
 from drasched.scheduler.gpus import GpuInventory, build_gpu_inventory
 from drasched.scheduler.groups import GroupInfo, build_group, group_key, lone_pod_group, member_order
+from drasched.scheduler.plugins.podindex import has_required_anti_affinity
 from drasched.scheduler.podinfo import REQUESTS_MEMO_SIZE, NodeInfo, PodInfo, parse_node, parse_pod
 from drasched.scheduler.queues import QueueTree, build_queue_tree
 from drasched.scheduler.resources import ResourceIndex
@@ -120,6 +121,9 @@ class Snapshot:
     """The builder's :attr:`SnapshotBuilder.freed` at this build."""
     on_node: Mapping[int, set[str]] = field(default_factory=dict)
     """Node index -> keys of the pods counted there (bound, or placed by a pending BindRequest)."""
+    anti_affinity: Mapping[str, PodInfo] = field(default_factory=dict)
+    """Pods with required podAntiAffinity terms, by key (placed or not): the InterPodAffinity
+    plugin's symmetry check reads them (kept by the builder, so a cycle never scans every pod)."""
 
     @property
     def n_nodes(self) -> int:
@@ -225,6 +229,8 @@ class SnapshotBuilder:
         back what it held, a queue's settings, a world built again. A gang that failed is not
         tried again before this moves (or the gang itself changes): upstream's queueing hints."""
         self._check = bool(os.environ.get(CHECK_ENV))
+        self._anti: dict[str, PodInfo] = {}
+        """Pod key -> the pod, for pods with required podAntiAffinity (:attr:`Snapshot.anti_affinity`)."""
 
     # ------------------------------------------------------------------ memoised parsing
 
@@ -344,6 +350,7 @@ class SnapshotBuilder:
         for key, obj in cache.objects(kinds.POD).items():
             pods[key] = self._parse(key, obj, prio, fresh)
         self._pods = fresh  # forget pods that are gone
+        self._anti = {k: p for k, p in pods.items() if has_required_anti_affinity(p)}
         if self._demands_of != cache.kind_generation(kinds.DEVICE_CLASS) or len(self._demands) > 2 * len(pods):
             self._demands = {}  # new classes map requests to other dimensions; or many pods are gone
             self._demands_of = cache.kind_generation(kinds.DEVICE_CLASS)
@@ -417,6 +424,9 @@ class SnapshotBuilder:
         """Record pod ``key`` as ``p`` (``None``: gone): the node columns and groups it touched."""
         nodes: set[int] = set()
         groups: set[str] = set()
+        self._anti.pop(key, None)
+        if p is not None and has_required_anti_affinity(p):
+            self._anti[key] = p
         old_j = w.counted.pop(key, None)
         if old_j is not None:
             w.on_node[old_j].discard(key)
@@ -769,6 +779,7 @@ class SnapshotBuilder:
             demands=self._demands, backing_off=held, usage=w.ledger.usage,
             pending_groups=tuple(sorted(pending, key=lambda g: g.key)), deleting=w.deleting,
             mismatched=tuple(w.groups[k] for k in sorted(w.mismatched)), freed=self.freed, on_node=w.on_node,
+            anti_affinity=self._anti,
         )
 
 

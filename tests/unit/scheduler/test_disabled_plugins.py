@@ -153,3 +153,27 @@ def test_disabling_gangpriority_serves_a_queues_gangs_first_come_first_served() 
     on, off = both(objs, "gangPriority", actions=["allocate"])
     assert placed_nodes(on) == {"new-high": "a"}
     assert placed_nodes(off) == {"old-low": "a"}
+
+
+def test_disabling_podtopologyspread_ignores_do_not_schedule_spread_constraints() -> None:
+    spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "s"}}}]
+    pods = [pod(f"p{i}", cpu="1", created=f"2026-01-01T00:00:0{i}Z", topologySpreadConstraints=spread)
+            for i in range(2)]
+    for p in pods:
+        p["metadata"]["labels"]["app"] = "s"
+    on, off = both([node("a", {"zone": "a"}), node("b", {"zone": "b"}), *pods], "podTopologySpread")
+    assert sorted(placed_nodes(on).values()) == ["a", "b"]
+    assert sorted(placed_nodes(off).values()) == ["a", "a"]
+
+
+def test_disabling_interpodaffinity_ignores_required_pod_anti_affinity() -> None:
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "r"}}}]}}
+    pods = [pod(f"r{i}", cpu="1", created=f"2026-01-01T00:00:0{i}Z", affinity=anti) for i in range(2)]
+    for p in pods:
+        p["metadata"]["labels"]["app"] = "r"
+    objs = [node("a", {"kubernetes.io/hostname": "a"}), node("b", {"kubernetes.io/hostname": "b"}), *pods]
+    on, off = both(objs, "interPodAffinity")
+    assert sorted(placed_nodes(on).values()) == ["a", "b"]
+    assert sorted(placed_nodes(off).values()) == ["a", "a"]

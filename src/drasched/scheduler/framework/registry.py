@@ -25,8 +25,10 @@ from drasched.scheduler.plugins.dra import DynamicResources, ExtendedResources
 from drasched.scheduler.plugins.fairshare import FairShare, GangPriority
 from drasched.scheduler.plugins.fit import PodCount, ResourceFit
 from drasched.scheduler.plugins.implicitgang import ImplicitGangGate
+from drasched.scheduler.plugins.interpod import InterPodAffinity
 from drasched.scheduler.plugins.nodeorder import NodeOrder
 from drasched.scheduler.plugins.predicates import NodeAffinity, NodeSelector, NodeUnschedulable, TaintToleration
+from drasched.scheduler.plugins.spread import PodTopologySpread
 from drasched.scheduler.plugins.topology import Topology
 
 
@@ -97,6 +99,8 @@ BUILTINS: Mapping[str, PluginSpec] = MappingProxyType({
     "podCount": PluginSpec(lambda c: PodCount()),
     "resourceFit": PluginSpec(lambda c: ResourceFit()),
     "extendedResources": PluginSpec(lambda c: ExtendedResources()),
+    "podTopologySpread": PluginSpec(lambda c: PodTopologySpread()),
+    "interPodAffinity": PluginSpec(lambda c: InterPodAffinity()),
     "dra": PluginSpec(lambda c: DynamicResources()),
     "nodeOrder": PluginSpec(lambda c: NodeOrder(c.node_order, c.weight), {"resourceWeights": WEIGHTS}, scores=True),
     "topology": PluginSpec(lambda c: Topology()),

@@ -1,0 +1,148 @@
+"""Upstream InterPodAffinity's Filter: required pod affinity and anti-affinity.
+
+As ``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go`` decides, per node:
+
+* the pod's required ``podAffinity`` terms: every term's ``topologyKey`` on the node, and in
+  that domain a pod matching ALL the terms (``satisfyPodAffinity``); unless no pod anywhere
+  matches them and the pod matches its own terms (the first pod of a series with affinity to
+  itself), when any node with every key will do;
+* the pod's required ``podAntiAffinity`` terms: no pod matching a term in the node's domain of
+  that term's key (``satisfyPodAntiAffinity``);
+* the existing pods' required anti-affinity (symmetry): no pod whose term matches this pod in
+  a domain of the node (``satisfyExistingPodsAntiAffinity``).
+
+"Pods" are the pods bound or assumed on nodes (terminating ones included, as upstream's
+NodeInfo counts them) and the pods this cycle already placed. A term selects by
+``labelSelector`` (absent: nothing) and ``namespaces`` / ``namespaceSelector`` (neither: the
+term owner's namespace; ``{}``: every namespace), with ``matchLabelKeys`` /
+``mismatchLabelKeys`` merged from the owner's labels. Preferred terms only score upstream and
+are left out. Evictions the cycle's victim search simulates do not lift an evictee's terms.
+"""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from drasched.scheduler.framework.api import ADD, DELETE, UPDATE, ClusterEvent, PodState
+from drasched.scheduler.plugins.podindex import (
+    Counter,
+    CycleIndex,
+    Term,
+    constraints_of,
+    cycle_index,
+    pod_labels,
+    required_terms,
+)
+from drasched.scheduler.podinfo import PodInfo
+
+MSG_AFFINITY = "node(s) didn't match pod affinity rules"
+MSG_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+MSG_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+
+class InterPodAffinity:
+    """Required inter-pod affinity and anti-affinity (upstream InterPodAffinity, Filter only).
+
+    Disabled: ``requiredDuringScheduling…`` podAffinity and podAntiAffinity are ignored, the
+    pod's own and the running pods' alike.
+    """
+
+    name = "interPodAffinity"
+
+    def events(self) -> tuple[ClusterEvent, ...]:
+        # upstream EventsToRegister: pods added, relabelled or deleted; nodes added or relabelled
+        return (ClusterEvent("Pod", ADD), ClusterEvent("Pod", UPDATE), ClusterEvent("Pod", DELETE),
+                ClusterEvent("Node", ADD), ClusterEvent("Node", UPDATE))
+
+    def signature(self, pod: PodInfo) -> Any:
+        """The pod's required terms, with its namespace and labels (its terms read them: the
+        owner's namespace, matchLabelKeys, the self-match of affinity); ``None`` without terms.
+
+        A pod without terms is read through its labels only by running pods' anti-affinity;
+        they are left out of its ``eq_key`` so that gangs differing only in labels stay
+        equivalent (docs: the README's plugin table).
+        """
+        affinity, anti = required_terms(pod, "podAffinity"), required_terms(pod, "podAntiAffinity")
+        if not affinity and not anti:
+            return None
+        return [pod.namespace, dict(pod_labels(pod)), affinity, anti]
+
+    def filter(self, state: PodState, among: np.ndarray) -> np.ndarray:
+        bad = self._rejected(state)
+        if bad is None:
+            return among
+        return among & ~(bad[0] | bad[1] | bad[2])
+
+    def reasons(self, state: PodState, among: np.ndarray, into: Tally[str]) -> np.ndarray:
+        bad = self._rejected(state)
+        failing = np.zeros_like(among)
+        if bad is None:
+            return failing
+        for mask, message in zip(bad, (MSG_AFFINITY, MSG_ANTI_AFFINITY, MSG_EXISTING_ANTI_AFFINITY), strict=True):
+            hit = among & mask & ~failing
+            k = int(hit.sum())
+            if k:
+                into[message] += k
+                failing |= hit
+        return failing
+
+    # ------------------------------------------------------------------ per attempt
+
+    def _rejected(self, state: PodState) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Nodes failing the pod's affinity, its anti-affinity, the running pods' anti-affinity
+        (``None``: no rule applies to this pod)."""
+        pod = state.pod
+        c = constraints_of(pod)
+        snap = state.session.snap
+        if not c.affinity and not c.anti and not snap.anti_affinity:
+            idx = cycle_index(state.session)
+            if not idx.placed_anti:
+                return None
+        else:
+            idx = cycle_index(state.session)
+        n = idx.n
+        none = np.zeros(n, dtype=bool)
+        affinity = _affinity(idx, pod, c.affinity) if c.affinity else none
+        anti = none.copy()
+        for t in c.anti:
+            per_node = idx.counter("any:" + t.ident, partial(_term_counter, idx, t))
+            codes, _ = idx.domains(t.key)
+            anti |= (codes >= 0) & (idx.domain_counts(t.key, per_node)[codes] > 0)
+        existing = none.copy()
+        for key, doms in idx.blocked(pod).items():
+            codes, _ = idx.domains(key)
+            existing |= np.isin(codes, np.fromiter(doms, dtype=np.int64, count=len(doms)))
+        return affinity, anti, existing
+
+
+def _term_counter(idx: CycleIndex, t: Term) -> Counter:
+    ns = idx.ns_labels
+    return Counter(idx, idx.namespaces([t]), lambda p: t.matches(p, ns), skip_deleting=False, hint=t.selector)
+
+
+def _affinity(idx: CycleIndex, pod: PodInfo, terms: tuple[Term, ...]) -> np.ndarray:
+    """Nodes failing ``satisfyPodAffinity``."""
+    ns = idx.ns_labels
+
+    def build() -> Counter:
+        return Counter(idx, idx.namespaces(terms[:1]), lambda p: all(t.matches(p, ns) for t in terms),
+                       skip_deleting=False, hint=terms[0].selector)
+
+    per_node = idx.counter("all:" + "|".join(t.ident for t in terms), build)
+    exists = np.ones(idx.n, dtype=bool)
+    labelled = np.ones(idx.n, dtype=bool)
+    total = 0
+    for t in terms:
+        codes, _ = idx.domains(t.key)
+        counts = idx.domain_counts(t.key, per_node)
+        total += int(counts.sum())
+        has = codes >= 0
+        labelled &= has
+        exists &= has & (counts[codes] > 0)
+    if total == 0 and all(t.matches(pod, ns) for t in terms):
+        return ~labelled  # no pod matches anywhere and the pod matches its own terms
+    return ~exists

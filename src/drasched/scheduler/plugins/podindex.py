@@ -1,0 +1,520 @@
+"""Pods counted per node for inter-pod constraints, kept for one scheduling cycle.
+
+What kube-scheduler's InterPodAffinity and PodTopologySpread PreFilter compute per pod
+(upstream ``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go`` and
+``podtopologyspread/filtering.go``, ``common.go``), shared by both plugins and computed once
+per cycle and selector: a :class:`Counter` holds, per node, how many pods match a predicate,
+the existing pods (bound, or placed by a pending BindRequest) first, then the pods the
+cycle's session placed, followed in step with its placements (a Statement rollback takes
+them out again). Nothing here runs for a pod without such constraints, except the check of
+the existing pods' required anti-affinity (symmetry), and that only while some pod has one:
+the snapshot builder keeps those pods (:attr:`Snapshot.anti_affinity`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from itertools import islice
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import numpy as np
+
+from drasched.api.resource import NodeSelector as NodeSelectorView
+from drasched.api.resource import decode
+from drasched.dra.nodes import node_selector_matches
+from drasched.scheduler.podinfo import PodInfo
+from drasched.scheduler.world import counted_node
+
+if TYPE_CHECKING:
+    from drasched.scheduler.session import Placement, Session
+
+Obj = dict[str, Any]
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_EMPTY: dict[str, str] = {}
+
+
+def pod_labels(pod: PodInfo) -> Mapping[str, str]:
+    labels: Mapping[str, str] | None = (pod.obj.get("metadata") or {}).get("labels")
+    return labels or _EMPTY
+
+
+def _spec(pod: PodInfo) -> Obj:
+    spec: Obj = pod.obj.get("spec") or {}
+    return spec
+
+
+def required_terms(pod: PodInfo, kind: str) -> list[Obj]:
+    """The pod's ``spec.affinity.<kind>.requiredDuringSchedulingIgnoredDuringExecution`` terms."""
+    affinity = _spec(pod).get("affinity")
+    if not affinity:
+        return []
+    terms: list[Obj] = ((affinity.get(kind) or {}).get(REQUIRED)) or []
+    return terms
+
+
+def has_required_anti_affinity(pod: PodInfo) -> bool:
+    """Whether the pod has required podAntiAffinity terms (the pods the symmetry check reads)."""
+    return bool(required_terms(pod, "podAntiAffinity"))
+
+
+# ---------------------------------------------------------------------- selectors
+
+
+class Selector:
+    """A ``metav1.LabelSelector`` as upstream's ``LabelSelectorAsSelector`` reads it: ``None``
+    selects nothing, ``{}`` everything; ``extra`` requirements are ANDed (matchLabelKeys)."""
+
+    __slots__ = ("empty", "exprs", "ident", "labels", "nothing")
+
+    def __init__(self, raw: Obj | None, extra: Iterable[tuple[str, str, tuple[str, ...]]] = ()) -> None:
+        self.nothing = raw is None or not isinstance(raw, dict)
+        labels: dict[str, str] = {}
+        exprs: list[tuple[str, str, frozenset[str]]] = []
+        if not self.nothing:
+            assert isinstance(raw, dict)
+            labels = {str(k): str(v) for k, v in (raw.get("matchLabels") or {}).items()}
+            for e in raw.get("matchExpressions") or []:
+                op = e.get("operator")
+                if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+                    self.nothing = True  # upstream: an error, the term selects nothing
+                exprs.append((str(e.get("key", "")), str(op), frozenset(e.get("values") or ())))
+            exprs += [(k, op, frozenset(v)) for k, op, v in extra]
+        self.labels = labels
+        self.exprs = tuple(exprs)
+        self.empty = not self.nothing and not labels and not exprs
+        self.ident = "-" if self.nothing else json.dumps(
+            [sorted(labels.items()), sorted((k, op, sorted(v)) for k, op, v in exprs)], separators=(",", ":"))
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.nothing:
+            return False
+        for k, v in self.labels.items():
+            if labels.get(k) != v:
+                return False
+        for key, op, values in self.exprs:
+            have = labels.get(key)
+            if op == "In":
+                if have is None or have not in values:
+                    return False
+            elif op == "NotIn":
+                if have is not None and have in values:
+                    return False
+            elif op == "Exists":
+                if have is None:
+                    return False
+            elif have is not None:  # DoesNotExist
+                return False
+        return True
+
+
+def label_keys(owner: Mapping[str, str], match: Iterable[str] | None,
+               mismatch: Iterable[str] | None = None) -> list[tuple[str, str, tuple[str, ...]]]:
+    """``matchLabelKeys`` (``key In [value]``) and ``mismatchLabelKeys`` (``key NotIn [value]``)
+    of the keys the owner pod carries, as the API server merges them (KEP-3633, KEP-3243)."""
+    out: list[tuple[str, str, tuple[str, ...]]] = [(k, "In", (owner[k],)) for k in match or () if k in owner]
+    out += [(k, "NotIn", (owner[k],)) for k in mismatch or () if k in owner]
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One ``PodAffinityTerm`` of a pod (upstream ``framework.AffinityTerm``)."""
+
+    namespaces: frozenset[str]
+    ns_selector: Selector | None
+    """``namespaceSelector`` (``None``: absent; together with no ``namespaces``, the owner's namespace)."""
+    selector: Selector
+    key: str
+    ident: str
+
+    def namespace_ok(self, namespace: str, ns_labels: Mapping[str, Mapping[str, str]]) -> bool:
+        if namespace in self.namespaces:
+            return True
+        return self.ns_selector is not None and self.ns_selector.matches(ns_labels.get(namespace) or _EMPTY)
+
+    def matches(self, pod: PodInfo, ns_labels: Mapping[str, Mapping[str, str]]) -> bool:
+        """Upstream ``AffinityTerm.Matches``: namespace (or namespace selector), then labels."""
+        return self.namespace_ok(pod.namespace, ns_labels) and self.selector.matches(pod_labels(pod))
+
+
+def parse_terms(pod: PodInfo, kind: str) -> tuple[Term, ...]:
+    """The pod's required ``kind`` (podAffinity / podAntiAffinity) terms."""
+    out = []
+    labels = pod_labels(pod)
+    for raw in required_terms(pod, kind):
+        if not isinstance(raw, dict):
+            continue
+        names = [str(n) for n in raw.get("namespaces") or ()]
+        raw_ns = raw.get("namespaceSelector")
+        ns_selector = Selector(raw_ns) if raw_ns is not None else None
+        namespaces = frozenset(names) if names or ns_selector is not None else frozenset((pod.namespace,))
+        selector = Selector(raw.get("labelSelector"),
+                            label_keys(labels, raw.get("matchLabelKeys"), raw.get("mismatchLabelKeys")))
+        ident = json.dumps([sorted(namespaces), ns_selector.ident if ns_selector else None, selector.ident],
+                           separators=(",", ":"))
+        out.append(Term(namespaces, ns_selector, selector, str(raw.get("topologyKey", "")), ident))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """One ``whenUnsatisfiable: DoNotSchedule`` topology spread constraint (upstream
+    ``podtopologyspread.topologySpreadConstraint``)."""
+
+    max_skew: int
+    key: str
+    selector: Selector
+    min_domains: int
+    honor_affinity: bool
+    honor_taints: bool
+
+
+def parse_spread(pod: PodInfo) -> tuple[Spread, ...]:
+    """The pod's DoNotSchedule constraints (upstream ``filterTopologySpreadConstraints``)."""
+    out = []
+    labels = pod_labels(pod)
+    for c in _spec(pod).get("topologySpreadConstraints") or ():
+        if not isinstance(c, dict) or c.get("whenUnsatisfiable") != "DoNotSchedule":
+            continue
+        selector = Selector(c.get("labelSelector"), label_keys(labels, c.get("matchLabelKeys")))
+        out.append(Spread(int(c.get("maxSkew") or 1), str(c.get("topologyKey", "")), selector,
+                          int(c.get("minDomains") or 1), (c.get("nodeAffinityPolicy") or "Honor") == "Honor",
+                          (c.get("nodeTaintsPolicy") or "Ignore") == "Honor"))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Constraints:
+    """What the two plugins read of one pod, parsed once per pod version."""
+
+    affinity: tuple[Term, ...]
+    anti: tuple[Term, ...]
+    spread: tuple[Spread, ...]
+
+    @property
+    def any(self) -> bool:
+        return bool(self.affinity or self.anti or self.spread)
+
+
+_NONE = Constraints((), (), ())
+
+
+def parse_constraints(pod: PodInfo) -> Constraints:
+    spec = _spec(pod)
+    if not spec.get("affinity") and not spec.get("topologySpreadConstraints"):
+        return _NONE
+    c = Constraints(parse_terms(pod, "podAffinity"), parse_terms(pod, "podAntiAffinity"), parse_spread(pod))
+    return c if c.any else _NONE
+
+
+# ---------------------------------------------------------------------- counters
+
+
+class Counter:
+    """Per node, the pods matching ``pred`` among the existing pods of ``namespaces`` and the
+    pods placed in this session; kept in step with the session's placements."""
+
+    def __init__(self, index: CycleIndex, namespaces: Iterable[str], pred: Callable[[PodInfo], bool],
+                 skip_deleting: bool, hint: Selector | None = None) -> None:
+        """``hint``: a selector every matching pod satisfies (its first label narrows the pods tried)."""
+        self.pred = pred
+        self.skip_deleting = skip_deleting
+        self.cur = np.zeros(index.n, dtype=np.int64)
+        if hint is not None and hint.nothing:
+            namespaces = ()
+        for ns in namespaces:
+            pods, nodes = index.namespace_pods(ns)
+            if not pods:
+                continue
+            tried = index.candidates(ns, hint) if hint is not None else None
+            if tried is None:
+                hit = [i for i, p in enumerate(pods) if not (skip_deleting and p.deleting) and pred(p)]
+            else:
+                hit = [i for i in tried if not (skip_deleting and pods[i].deleting) and pred(pods[i])]
+            if hit:
+                np.add.at(self.cur, nodes[hit], 1)
+        self.applied: list[tuple[int, int]] = []
+        """(log serial, node or -1) of each placement taken into account."""
+
+    def sync(self, index: CycleIndex) -> np.ndarray:
+        serials, log = index.serials, index.log
+        applied = self.applied
+        while applied and (len(applied) > len(serials) or serials[len(applied) - 1] != applied[-1][0]):
+            _, j = applied.pop()
+            if j >= 0:
+                self.cur[j] -= 1
+        for k in range(len(applied), len(log)):
+            pl = log[k]
+            j = pl.node if self.pred(pl.pod) else -1
+            if j >= 0:
+                self.cur[j] += 1
+            applied.append((serials[k], j))
+        return self.cur
+
+
+class CycleIndex:
+    """One session's pods by namespace and node, topology domains, and counters (built lazily)."""
+
+    def __init__(self, session: Session) -> None:
+        snap = session.snap
+        self.session = weakref.ref(session)
+        self.snap = snap
+        self.n = snap.n_nodes
+        self.ns_labels: Mapping[str, Mapping[str, str]] = snap.namespace_labels
+        self.log: list[Placement] = []
+        self.serials: list[int] = []
+        self._serial = 0
+        self.placed_anti: dict[int, tuple[PodInfo, int, tuple[Term, ...]]] = {}
+        """Log serial -> placed pod with required anti-affinity, its node, its terms."""
+        self._by_ns: dict[str, tuple[list[PodInfo], np.ndarray]] | None = None
+        self._domains: dict[str, tuple[np.ndarray, list[str]]] = {}
+        self._counters: dict[str, Counter] = {}
+        self._existing_anti: list[tuple[Term, np.ndarray]] | None = None
+        self._symmetry: dict[str, dict[str, set[int]]] = {}
+        self._masks: dict[str, np.ndarray] = {}
+        self._labels: dict[str, list[Mapping[str, str]]] = {}
+        self._tables: dict[tuple[str, str], dict[str, list[int]]] = {}
+        """(namespace, label key) -> label value -> positions of the namespace's pods carrying it."""
+
+    # ------------------------------------------------------------------ placements
+
+    def sync(self, session: Session) -> None:
+        """Follow the session's placements (added at the end, rolled back last first)."""
+        placements = session.placements
+        log = self.log
+        while log and placements.get(log[-1].pod.key) is not log[-1]:
+            log.pop()
+            self.placed_anti.pop(self.serials.pop(), None)
+        new = len(placements) - len(log)
+        if new < 0:  # not a rollback of the latest placements: start over
+            log.clear()
+            self.serials.clear()
+            self.placed_anti.clear()
+            new = len(placements)
+        if new == 0:
+            return
+        fresh = list(islice(reversed(placements.values()), new))
+        fresh.reverse()
+        for pl in fresh:
+            self._serial += 1
+            log.append(pl)
+            self.serials.append(self._serial)
+            anti = constraints_of(pl.pod).anti
+            if anti:
+                self.placed_anti[self._serial] = (pl.pod, pl.node, anti)
+
+    # ------------------------------------------------------------------ existing pods
+
+    def namespace_pods(self, ns: str) -> tuple[list[PodInfo], np.ndarray]:
+        """The existing pods of namespace ``ns`` and their nodes (built once per cycle, on first use)."""
+        if self._by_ns is None:
+            snap = self.snap
+            acc: dict[str, tuple[list[PodInfo], list[int], list[Mapping[str, str]]]] = {}
+            pods = snap.pods
+            for j, keys in snap.on_node.items():
+                for key in keys:
+                    p = pods.get(key)
+                    if p is None:
+                        continue
+                    hit = acc.get(p.namespace)
+                    if hit is None:
+                        hit = acc[p.namespace] = ([], [], [])
+                    hit[0].append(p)
+                    hit[1].append(j)
+                    hit[2].append(p.obj["metadata"].get("labels") or _EMPTY)
+            self._by_ns = {ns: (ps, np.array(js, dtype=np.int64)) for ns, (ps, js, _) in acc.items()}
+            self._labels = {ns: ls for ns, (_, _, ls) in acc.items()}
+        return self._by_ns.get(ns, ([], np.zeros(0, dtype=np.int64)))
+
+    def candidates(self, ns: str, selector: Selector) -> list[int] | None:
+        """Positions in :meth:`namespace_pods` of the pods carrying the selector's first
+        ``matchLabels`` pair (or a value of its first ``In`` expression); ``None``: no such pair."""
+        if selector.labels:
+            key, values = next(iter(selector.labels.items()))
+            wanted: Iterable[str] = (values,)
+        else:
+            first = next((e for e in selector.exprs if e[1] == "In"), None)
+            if first is None:
+                return None
+            key, wanted = first[0], first[2]
+        table = self._tables.get((ns, key))
+        if table is None:
+            table = self._tables[(ns, key)] = {}
+            self.namespace_pods(ns)
+            for i, labels in enumerate(self._labels.get(ns, ())):
+                v = labels.get(key)
+                if v is not None:
+                    hit = table.get(v)
+                    if hit is None:
+                        table[v] = [i]
+                    else:
+                        hit.append(i)
+        out: list[int] = []
+        for v in wanted:
+            out += table.get(v, ())
+        return out
+
+    def namespaces(self, terms: Iterable[Term]) -> set[str]:
+        """The namespaces whose pods may match one of ``terms``."""
+        self.namespace_pods("")
+        assert self._by_ns is not None
+        out: set[str] = set()
+        for t in terms:
+            out |= t.namespaces
+            if t.ns_selector is not None:
+                out |= {ns for ns in self._by_ns if t.ns_selector.matches(self.ns_labels.get(ns) or _EMPTY)}
+        return out
+
+    def counter(self, ident: str, build: Callable[[], Counter]) -> np.ndarray:
+        c = self._counters.get(ident)
+        if c is None:
+            c = self._counters[ident] = build()
+        return c.sync(self)
+
+    # ------------------------------------------------------------------ topology
+
+    def domains(self, key: str) -> tuple[np.ndarray, list[str]]:
+        """Per node, the index of its ``key`` label value in the returned list (-1: no label)."""
+        hit = self._domains.get(key)
+        if hit is None:
+            values: dict[str, int] = {}
+            codes = np.full(self.n, -1, dtype=np.int64)
+            for n in self.snap.nodes:
+                v = n.labels.get(key)
+                if v is not None:
+                    codes[n.index] = values.setdefault(v, len(values))
+            hit = self._domains[key] = (codes, list(values))
+        return hit
+
+    def domain_counts(self, key: str, per_node: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
+        """Per value of ``key``, the sum of ``per_node`` over its nodes (of ``among``), with a
+        trailing 0 so that ``result[codes]`` gives 0 for nodes without the label."""
+        codes, values = self.domains(key)
+        sel = codes >= 0 if among is None else (codes >= 0) & among
+        out = np.zeros(len(values) + 1, dtype=np.int64)
+        out[:len(values)] = np.bincount(codes[sel], weights=per_node[sel], minlength=len(values)).astype(np.int64)
+        return out
+
+    def mask(self, ident: str, build: Callable[[], np.ndarray]) -> np.ndarray:
+        hit = self._masks.get(ident)
+        if hit is None:
+            hit = self._masks[ident] = build()
+        return hit
+
+    def node_affinity_mask(self, pod: PodInfo) -> np.ndarray:
+        """Nodes matching the pod's ``nodeSelector`` and required node affinity (upstream
+        ``nodeaffinity.GetRequiredNodeAffinity(pod).Match``; a bad affinity matches no node)."""
+        selector, affinity = pod.node_selector, pod.required_affinity
+        if not selector and affinity is None:
+            return self.mask("all", lambda: np.ones(self.n, dtype=bool))
+
+        def build() -> np.ndarray:
+            view = None
+            if affinity is not None:
+                try:
+                    view = decode(affinity, NodeSelectorView)
+                except msgspec.ValidationError:
+                    return np.zeros(self.n, dtype=bool)
+            out = np.zeros(self.n, dtype=bool)
+            for n in self.snap.nodes:
+                labels = n.labels
+                out[n.index] = (all(labels.get(k) == v for k, v in selector.items())
+                                and (view is None or node_selector_matches(view, n.obj)))
+            return out
+
+        return self.mask("aff:" + json.dumps([selector, affinity], sort_keys=True), build)
+
+    def tolerated_mask(self, pod: PodInfo) -> np.ndarray:
+        """Nodes whose NoSchedule/NoExecute taints the pod tolerates."""
+        from drasched.scheduler.plugins.predicates import untolerated_taint
+
+        tolerations = pod.tolerations
+
+        def build() -> np.ndarray:
+            return np.array([not n.taints or untolerated_taint(n.taints, tolerations) is None
+                             for n in self.snap.nodes], dtype=bool)
+
+        return self.mask("tol:" + json.dumps(tolerations, sort_keys=True), build)
+
+    # ------------------------------------------------------------------ symmetry
+
+    def blocked(self, pod: PodInfo) -> dict[str, set[int]]:
+        """Per topology key, the domains (value indices) where a pod's required anti-affinity
+        term matches ``pod`` (upstream ``getTPMapMatchingExistingAntiAffinity``), the pods placed
+        in this session included."""
+        out: dict[str, set[int]] = {}
+        if self.snap.anti_affinity:
+            memo = json.dumps([pod.namespace, sorted(pod_labels(pod).items())], separators=(",", ":"))
+            base = self._symmetry.get(memo)
+            if base is None:
+                base = {}
+                for term, nodes in self._existing():
+                    if term.matches(pod, self.ns_labels):
+                        codes, _ = self.domains(term.key)
+                        found = {int(c) for c in np.unique(codes[nodes]) if c >= 0}
+                        if found:
+                            base.setdefault(term.key, set()).update(found)
+                self._symmetry[memo] = base
+            for k, v in base.items():
+                out[k] = set(v)
+        for _, j, terms in self.placed_anti.values():
+            for term in terms:
+                if term.matches(pod, self.ns_labels):
+                    codes, _ = self.domains(term.key)
+                    if codes[j] >= 0:
+                        out.setdefault(term.key, set()).add(int(codes[j]))
+        return out
+
+    def _existing(self) -> list[tuple[Term, np.ndarray]]:
+        """The existing pods' anti-affinity terms, grouped: each distinct term with its pods' nodes."""
+        if self._existing_anti is None:
+            snap = self.snap
+            grouped: dict[tuple[str, str], tuple[Term, list[int]]] = {}
+            for p in snap.anti_affinity.values():
+                j = counted_node(p, snap.assumed, snap.node_pos)
+                if j is None:
+                    continue
+                for term in constraints_of(p).anti:
+                    hit = grouped.get((term.ident, term.key))
+                    if hit is None:
+                        hit = grouped[(term.ident, term.key)] = (term, [])
+                    hit[1].append(j)
+            self._existing_anti = [(t, np.array(js, dtype=np.int64)) for t, js in grouped.values()]
+        return self._existing_anti
+
+
+# ---------------------------------------------------------------------- per-thread memos
+
+_parsed: dict[str, tuple[PodInfo, Constraints]] = {}
+_parsed_lock = threading.Lock()
+_local = threading.local()
+
+
+def constraints_of(pod: PodInfo) -> Constraints:
+    """The pod's constraints, parsed once per pod version (memo by key, checked by identity)."""
+    hit = _parsed.get(pod.key)
+    if hit is not None and hit[0] is pod:
+        return hit[1]
+    c = parse_constraints(pod)
+    if c is _NONE:
+        return c  # cheap to read again: no memo entry holding the pod
+    with _parsed_lock:
+        if len(_parsed) > 200_000:
+            _parsed.clear()
+        _parsed[pod.key] = (pod, c)
+    return c
+
+
+def cycle_index(session: Session) -> CycleIndex:
+    """The session's :class:`CycleIndex` (one per session and thread; a new session starts afresh)."""
+    idx: CycleIndex | None = getattr(_local, "index", None)
+    if idx is None or idx.session() is not session:
+        idx = CycleIndex(session)
+        _local.index = idx
+    idx.sync(session)
+    return idx

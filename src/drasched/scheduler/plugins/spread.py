@@ -1,0 +1,121 @@
+"""Upstream PodTopologySpread's Filter: ``topologySpreadConstraints`` with ``whenUnsatisfiable: DoNotSchedule``.
+
+As ``pkg/scheduler/framework/plugins/podtopologyspread/filtering.go`` and ``common.go``
+decide: the eligible nodes carry every constraint's ``topologyKey`` and, per constraint,
+match the pod's ``nodeSelector`` and required node affinity (``nodeAffinityPolicy: Honor``,
+the default) and, with ``nodeTaintsPolicy: Honor`` (default ``Ignore``), have no taint the pod
+does not tolerate. Per domain (value of the key over eligible nodes) the pods of the pod's
+namespace matching ``labelSelector`` (with ``matchLabelKeys`` merged) are counted, terminating
+pods left out, the pods this cycle placed counted in; an empty selector counts none (upstream's
+``countPodsMatchSelector``). A node passes when ``count(its domain) + (1 if the pod matches
+the selector) - min(count over domains) <= maxSkew``, the minimum being 0 while fewer domains
+than ``minDomains`` exist; a node without the key fails. ``ScheduleAnyway`` constraints and
+the default constraints only score upstream and are left out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from drasched.scheduler.framework.api import ADD, DELETE, UPDATE, ClusterEvent, PodState
+from drasched.scheduler.plugins.podindex import Counter, CycleIndex, Spread, constraints_of, cycle_index, pod_labels
+from drasched.scheduler.podinfo import PodInfo
+
+MSG_SPREAD = "node(s) didn't match pod topology spread constraints"
+MSG_SPREAD_LABEL = MSG_SPREAD + " (missing required label)"
+MAX_INT32 = 2**31 - 1
+
+
+class PodTopologySpread:
+    """Hard topology spread (upstream PodTopologySpread, Filter only).
+
+    Disabled: ``DoNotSchedule`` topology spread constraints are ignored.
+    """
+
+    name = "podTopologySpread"
+
+    def events(self) -> tuple[ClusterEvent, ...]:
+        # upstream EventsToRegister: pods added, relabelled or deleted; nodes added, deleted,
+        # relabelled or retainted
+        return (ClusterEvent("Pod", ADD), ClusterEvent("Pod", UPDATE), ClusterEvent("Pod", DELETE),
+                ClusterEvent("Node", ADD), ClusterEvent("Node", UPDATE), ClusterEvent("Node", DELETE))
+
+    def signature(self, pod: PodInfo) -> Any:
+        constraints = [c for c in (pod.obj.get("spec") or {}).get("topologySpreadConstraints") or ()
+                       if isinstance(c, dict) and c.get("whenUnsatisfiable") == "DoNotSchedule"]
+        if not constraints:
+            return None
+        return [pod.namespace, dict(pod_labels(pod)), constraints]
+
+    def filter(self, state: PodState, among: np.ndarray) -> np.ndarray:
+        bad = self._rejected(state)
+        if bad is None:
+            return among
+        return among & ~(bad[0] | bad[1])
+
+    def reasons(self, state: PodState, among: np.ndarray, into: Tally[str]) -> np.ndarray:
+        bad = self._rejected(state)
+        failing = np.zeros_like(among)
+        if bad is None:
+            return failing
+        # a node's first failing constraint decides, missing label or skew
+        for mask, message in zip(bad, (MSG_SPREAD_LABEL, MSG_SPREAD), strict=True):
+            hit = among & mask & ~failing
+            k = int(hit.sum())
+            if k:
+                into[message] += k
+                failing |= hit
+        return failing
+
+    def _rejected(self, state: PodState) -> tuple[np.ndarray, np.ndarray] | None:
+        """Nodes failing for a missing key, and for the skew (``None``: no constraint)."""
+        pod = state.pod
+        spread = constraints_of(pod).spread
+        if not spread:
+            return None
+        idx = cycle_index(state.session)
+        n = idx.n
+        labelled = np.ones(n, dtype=bool)
+        for c in spread:
+            labelled &= idx.domains(c.key)[0] >= 0
+        missing = np.zeros(n, dtype=bool)
+        skewed = np.zeros(n, dtype=bool)
+        decided = np.zeros(n, dtype=bool)
+        own = pod_labels(pod)
+        for c in spread:
+            codes, values = idx.domains(c.key)
+            eligible = labelled.copy()
+            if c.honor_affinity:
+                eligible &= idx.node_affinity_mask(pod)
+            if c.honor_taints:
+                eligible &= idx.tolerated_mask(pod)
+            per_node = idx.counter(f"spread:{pod.namespace}:{c.selector.ident}", partial(_spread_counter, idx, pod, c))
+            counts = idx.domain_counts(c.key, per_node, eligible)
+            present = np.zeros(len(values) + 1, dtype=bool)
+            present[np.unique(codes[eligible])] = True
+            present[-1] = False
+            domains = int(present.sum())
+            least = int(counts[present].min()) if domains else MAX_INT32
+            if domains < c.min_domains:
+                least = 0
+            self_match = 1 if c.selector.matches(own) else 0
+            has = codes >= 0
+            lacks = ~has & ~decided
+            missing |= lacks
+            decided |= lacks
+            over = has & ~decided & (counts[codes] + self_match - least > c.max_skew)
+            skewed |= over
+            decided |= over
+        return missing, skewed
+
+
+def _spread_counter(idx: CycleIndex, pod: PodInfo, c: Spread) -> Counter:
+    ns, selector = pod.namespace, c.selector
+    if selector.empty:  # upstream counts no pod for an empty selector
+        return Counter(idx, (), lambda p: False, skip_deleting=True)
+    return Counter(idx, (ns,), lambda p: p.namespace == ns and not p.deleting and selector.matches(pod_labels(p)),
+                   skip_deleting=True, hint=selector)
