@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, TypeVar
 
 import re2
 
@@ -1371,23 +1371,36 @@ def sv_patch(v: Any) -> int:
 # k8s.io/apiserver/pkg/cel/library ip.go, cidr.go and urls.go; parsing lives in netlib.
 
 
-def ip_of(s: Any) -> IP:
+_T = TypeVar("_T")
+
+
+def _parsed(fn: str, parse: Callable[[str], _T], s: Any) -> _T:
+    """``ip()``, ``cidr()``, ``url()``: the parsed value, or the parser's error as upstream words it."""
     if type(s) is not str:
-        no_overload("ip", s)
+        no_overload(fn, s)
     try:
-        return parse_ip(s)
+        return parse(s)
     except NetError as e:
         fail(str(e))
 
 
-def is_ip(s: Any) -> bool:
+def _parses(fn: str, parse: Callable[[str], object], s: Any) -> bool:
+    """``isIP()``, ``isCIDR()``, ``isURL()``: whether the string parses."""
     if type(s) is not str:
-        no_overload("isIP", s)
+        no_overload(fn, s)
     try:
-        parse_ip(s)
+        parse(s)
     except NetError:
         return False
     return True
+
+
+def ip_of(s: Any) -> IP:
+    return _parsed("ip", parse_ip, s)
+
+
+def is_ip(s: Any) -> bool:
+    return _parses("isIP", parse_ip, s)
 
 
 def ip_is_canonical(s: Any) -> bool:
@@ -1426,22 +1439,11 @@ def ip_is_global_unicast(v: Any) -> bool:
 
 
 def cidr_of(s: Any) -> CIDR:
-    if type(s) is not str:
-        no_overload("cidr", s)
-    try:
-        return parse_cidr(s)
-    except NetError as e:
-        fail(str(e))
+    return _parsed("cidr", parse_cidr, s)
 
 
 def is_cidr(s: Any) -> bool:
-    if type(s) is not str:
-        no_overload("isCIDR", s)
-    try:
-        parse_cidr(s)
-    except NetError:
-        return False
-    return True
+    return _parses("isCIDR", parse_cidr, s)
 
 
 def _cidr(fn: str, v: Any) -> CIDR:
@@ -1485,22 +1487,11 @@ def cidr_prefix_length(v: Any) -> int:
 
 
 def url_of(s: Any) -> URL:
-    if type(s) is not str:
-        no_overload("url", s)
-    try:
-        return parse_url(s)
-    except NetError as e:
-        fail(str(e))
+    return _parsed("url", parse_url, s)
 
 
 def is_url(s: Any) -> bool:
-    if type(s) is not str:
-        no_overload("isURL", s)
-    try:
-        parse_url(s)
-    except NetError:
-        return False
-    return True
+    return _parses("isURL", parse_url, s)
 
 
 def _url(fn: str, v: Any) -> URL:
@@ -1625,5 +1616,5 @@ def make_map(pairs: list[tuple[Any, Any, bool]]) -> dict[Any, Any]:
 HELPERS: Final[dict[str, Callable[..., Any]]] = {
     name: obj
     for name, obj in dict(globals()).items()
-    if callable(obj) and not name.startswith("_") and name not in {"Any", "Callable", "Final", "NoReturn"}
+    if callable(obj) and not name.startswith("_") and name not in {"Any", "Callable", "Final", "NoReturn", "TypeVar"}
 }

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from collections.abc import Iterator
 
 from drasched.api import kinds
 from drasched.api.errors import Conflict, NotFound
@@ -93,6 +94,21 @@ def jobset_suspended(js: Obj) -> bool:
 def _in_order(js: Obj) -> bool:
     """Upstream ``inOrderStartupPolicy``."""
     return (spec_of(js).get("startupPolicy") or {}).get("startupPolicyOrder") == "InOrder"
+
+
+def _startable(js: Obj, rjob_status: list[Obj], in_order: bool) -> Iterator[tuple[Obj, str]]:
+    """The replicated Jobs whose Jobs may be made or resumed now, in spec order: their
+    ``dependsOn`` reached, and under ``InOrder`` not every replica started already (the
+    caller stops after the first of those: one stage at a time)."""
+    replicas: dict[str, int] = {}
+    for rjob in spec_of(js).get("replicatedJobs") or []:
+        name = str(rjob.get("name"))
+        replicas[name] = int(rjob.get("replicas", 1))
+        if not dependency_reached(rjob, replicas, rjob_status):
+            continue
+        if in_order and all_replicas_started(replicas[name], _find_status(rjob_status, name)):
+            continue
+        yield rjob, name
 
 
 def _find_status(rjob_status: list[Obj], name: str) -> Obj | None:
@@ -238,14 +254,7 @@ class JobSetController(WorkloadBase):
         have = {md(j).get("name") for j in current}
         wanted = self._wanted_jobs(js, restarts)
         wrote = False
-        replicas: dict[str, int] = {}
-        for rjob in spec_of(js).get("replicatedJobs") or []:
-            name = str(rjob.get("name"))
-            replicas[name] = int(rjob.get("replicas", 1))
-            if not dependency_reached(rjob, replicas, rjob_status):
-                continue
-            if in_order and all_replicas_started(replicas[name], _find_status(rjob_status, name)):
-                continue
+        for _rjob, name in _startable(js, rjob_status, in_order):
             for job in wanted:
                 if (md(job).get("labels") or {}).get(REPLICATED_JOB_NAME) == name and md(job).get("name") not in have:
                     wrote |= self.create(job, js) is not None
@@ -275,14 +284,7 @@ class JobSetController(WorkloadBase):
         False only once every one was resumed. Upstream ``JobSetReconciler.resumeJobsIfNecessary``."""
         in_order = _in_order(js)
         wrote = False
-        replicas: dict[str, int] = {}
-        for rjob in spec_of(js).get("replicatedJobs") or []:
-            name = str(rjob.get("name"))
-            replicas[name] = int(rjob.get("replicas", 1))
-            if not dependency_reached(rjob, replicas, rjob_status):
-                continue
-            if in_order and all_replicas_started(replicas[name], _find_status(rjob_status, name)):
-                continue
+        for rjob, name in _startable(js, rjob_status, in_order):
             pod_template = spec_of(rjob.get("template") or {}).get("template") or {}
             for job in active:
                 if (md(job).get("labels") or {}).get(REPLICATED_JOB_NAME) == name and spec_of(job).get("suspend"):

@@ -33,6 +33,7 @@ from drasched.scheduler.plugins.podindex import (
     CycleIndex,
     Term,
     constraints_of,
+    count_first_failures,
     cycle_index,
     pod_labels,
     required_terms,
@@ -79,16 +80,9 @@ class InterPodAffinity:
 
     def reasons(self, state: PodState, among: np.ndarray, into: Tally[str]) -> np.ndarray:
         bad = self._rejected(state)
-        failing = np.zeros_like(among)
         if bad is None:
-            return failing
-        for mask, message in zip(bad, (MSG_AFFINITY, MSG_ANTI_AFFINITY, MSG_EXISTING_ANTI_AFFINITY), strict=True):
-            hit = among & mask & ~failing
-            k = int(hit.sum())
-            if k:
-                into[message] += k
-                failing |= hit
-        return failing
+            return np.zeros_like(among)
+        return count_first_failures(among, bad, (MSG_AFFINITY, MSG_ANTI_AFFINITY, MSG_EXISTING_ANTI_AFFINITY), into)
 
     # ------------------------------------------------------------------ per attempt
 

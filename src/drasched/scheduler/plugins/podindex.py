@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -55,6 +55,20 @@ def required_terms(pod: PodInfo, kind: str) -> list[Obj]:
         return []
     terms: list[Obj] = ((affinity.get(kind) or {}).get(REQUIRED)) or []
     return terms
+
+
+def count_first_failures(among: np.ndarray, masks: Iterable[np.ndarray], messages: Iterable[str],
+                         into: MutableMapping[str, int]) -> np.ndarray:
+    """Count each node of ``among`` under the first of ``masks`` it fails (with that mask's
+    message), as upstream reports one status per node; return the nodes that failed any."""
+    failing = np.zeros_like(among)
+    for mask, message in zip(masks, messages, strict=True):
+        hit = among & mask & ~failing
+        k = int(hit.sum())
+        if k:
+            into[message] = into.get(message, 0) + k
+            failing |= hit
+    return failing
 
 
 def has_required_anti_affinity(pod: PodInfo) -> bool:

@@ -22,7 +22,15 @@ from typing import Any
 import numpy as np
 
 from drasched.scheduler.framework.api import ADD, DELETE, UPDATE, ClusterEvent, PodState
-from drasched.scheduler.plugins.podindex import Counter, CycleIndex, Spread, constraints_of, cycle_index, pod_labels
+from drasched.scheduler.plugins.podindex import (
+    Counter,
+    CycleIndex,
+    Spread,
+    constraints_of,
+    count_first_failures,
+    cycle_index,
+    pod_labels,
+)
 from drasched.scheduler.podinfo import PodInfo
 
 MSG_SPREAD = "node(s) didn't match pod topology spread constraints"
@@ -59,17 +67,10 @@ class PodTopologySpread:
 
     def reasons(self, state: PodState, among: np.ndarray, into: Tally[str]) -> np.ndarray:
         bad = self._rejected(state)
-        failing = np.zeros_like(among)
         if bad is None:
-            return failing
+            return np.zeros_like(among)
         # a node's first failing constraint decides, missing label or skew
-        for mask, message in zip(bad, (MSG_SPREAD_LABEL, MSG_SPREAD), strict=True):
-            hit = among & mask & ~failing
-            k = int(hit.sum())
-            if k:
-                into[message] += k
-                failing |= hit
-        return failing
+        return count_first_failures(among, bad, (MSG_SPREAD_LABEL, MSG_SPREAD), into)
 
     def _rejected(self, state: PodState) -> tuple[np.ndarray, np.ndarray] | None:
         """Nodes failing for a missing key, and for the skew (``None``: no constraint)."""
