@@ -16,6 +16,7 @@ other replica can have taken the lease over.
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import threading
 import uuid
@@ -26,6 +27,8 @@ from datetime import UTC, datetime
 from drasched.api import kinds
 from drasched.api.errors import ApiError, NotFound
 from drasched.store.base import ClusterStore
+
+log = logging.getLogger(__name__)
 
 
 def _micro(dt: datetime) -> str:
@@ -81,10 +84,18 @@ class LeaderElector:
         started = self._now()
         ok = self._attempt(started)
         with self._lock:
+            was_leader = self._renewed_at is not None
             if ok:
                 self._renewed_at = started
             elif self._renewed_at is not None and started >= self._renewed_at + self.renew_deadline:
                 self._renewed_at = None  # could not renew in time: leadership is lost
+            is_leader = self._renewed_at is not None
+        if is_leader != was_leader:  # as client-go's "successfully acquired lease" / "failed to renew"
+            if is_leader:
+                log.info("acquired Lease %s/%s as %s: this replica leads", self.namespace, self.name, self.identity)
+            else:
+                log.warning("could not renew Lease %s/%s in time: this replica no longer leads",
+                            self.namespace, self.name)
         return ok
 
     def _observe(self, spec: dict[str, object], at: float) -> float:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import urllib.request
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import pytest
 
 from drasched.api import kinds
 from drasched.serve.leader import LeaderElector
@@ -43,6 +46,18 @@ def test_only_one_candidate_leads_until_the_lease_expires() -> None:
     assert lease["spec"]["holderIdentity"] == "b"
     assert lease["spec"]["leaseTransitions"] == 1
     assert not a.try_acquire_or_renew()
+
+
+def test_becoming_leader_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    """Operators see which replica leads in its log, as kube-scheduler's "successfully acquired lease"."""
+    store, clock = _store(), FakeClock()
+    a = LeaderElector(store, identity="a", lease_duration=15, clock=clock)
+    with caplog.at_level(logging.INFO, logger="drasched.serve.leader"):
+        assert a.try_acquire_or_renew()
+        clock.t += timedelta(seconds=5)
+        assert a.try_acquire_or_renew()  # a renewal says nothing new
+    lines = [r.getMessage() for r in caplog.records if r.name == "drasched.serve.leader"]
+    assert lines == ["acquired Lease kube-system/drasched as a: this replica leads"]
 
 
 def test_release_lets_a_standby_take_over_at_once() -> None:
