@@ -67,15 +67,26 @@ def gang_kind(kind: str, served: ServedApis) -> kinds.ResourceType:
     return kinds.ResourceType("scheduling.k8s.io", version, "PodGroup", "podgroups", True)
 
 
+KAI_TOPOLOGY = kinds.ResourceType("kai.scheduler", "v1", "Topology", "topologies", False, has_status=False)
+KAI_KINDS = {(rt.api_version, rt.kind): rt for rt in (kinds.KAI_QUEUE, kinds.KAI_POD_GROUP, KAI_TOPOLOGY)}
+"""KAI-Scheduler's kinds, which simulate translates: served here by stand-ins (KAI's CRDs are not vendored)."""
+KAI_ORDER = {kinds.KAI_QUEUE: kinds.QUEUE, kinds.KAI_POD_GROUP: kinds.POD_GROUP, KAI_TOPOLOGY: kinds.NODE}
+
+
 def resource_type(obj: Obj, served: ServedApis) -> kinds.ResourceType:
     if is_gang(obj):
         return gang_kind(obj["kind"], served)
-    return kinds.for_object(obj)
+    kai = KAI_KINDS.get((obj.get("apiVersion"), obj.get("kind")))
+    return kai if kai is not None else kinds.for_object(obj)
 
 
 def order(obj: Obj, served: ServedApis) -> int:
-    """Dependency order; the upstream gang objects go just before the pods that join them."""
-    return kinds.order_index(kinds.POD) if is_gang(obj) else kinds.order_index(resource_type(obj, served))
+    """Dependency order; the upstream gang objects go just before the pods that join them, KAI's
+    objects where drasched's translations of them go."""
+    if is_gang(obj):
+        return kinds.order_index(kinds.POD)
+    rt = resource_type(obj, served)
+    return kinds.order_index(KAI_ORDER.get(rt, rt))
 
 
 def file_namespace(index: int, name: str) -> str:
@@ -98,7 +109,7 @@ def isolated(objs: list[Obj], index: int, served: ServedApis) -> list[Obj]:
 
 
 def _create(store: KubeStore, body: Obj, served: ServedApis) -> Obj:
-    if is_gang(body):
+    if is_gang(body) or (body.get("apiVersion"), body.get("kind")) in KAI_KINDS:
         rt = resource_type(body, served)
         return store.request("POST", rt.api_path(body["metadata"].get("namespace")), body,
                              params={"fieldValidation": "Strict"})
@@ -161,9 +172,9 @@ def stand_in_crd(rt: kinds.ResourceType) -> Obj:
                      "versions": [version]}}
 
 
-THIRD_PARTY = [rt for rt in kinds.ALL if rt.group.endswith(".x-k8s.io")]
-"""Kinds of other projects' CRDs (JobSet, LeaderWorkerSet): served here by stand-ins, so only
-their metadata and namespace are checked, not their spec."""
+THIRD_PARTY = [rt for rt in kinds.ALL if rt.group.endswith(".x-k8s.io")] + list(KAI_KINDS.values())
+"""Kinds of other projects' CRDs (JobSet, LeaderWorkerSet, KAI-Scheduler's): served here by
+stand-ins, so only their metadata and namespace are checked, not their spec."""
 
 
 @pytest.fixture(scope="module")
