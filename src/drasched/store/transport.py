@@ -14,6 +14,7 @@ authentication and the mapping of answers to API errors.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import ssl
 import threading
@@ -267,10 +268,13 @@ class CurlTransport:
         return Response(status, reason=_reason(status), lines=state.lines())
 
     def close(self) -> None:
+        """Close every kept-alive handle. One that a thread still drives (a request in flight
+        as serve shuts down) cannot be closed under it; libcurl frees it with its thread."""
         with self._lock:
             handles, self._handles = self._handles, []
         for cu in handles:
-            cu.close()
+            with contextlib.suppress(self._pycurl.error):  # "cannot invoke close() - perform() is currently running"
+                cu.close()
 
 
 def _reason(status: int) -> str:

@@ -28,6 +28,8 @@ def server() -> Iterator[tuple[str, Seen]]:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             seen.append((self.command, self.path, dict(self.headers), body))
+            if self.path.startswith("/slow"):
+                time.sleep(1.0)  # a request still in flight when the transport closes
             status = 404 if self.path.startswith("/missing") else 200
             out = b'{"kind":"Status","code":404}' if status == 404 else b'{"echo":' + str(len(body)).encode() + b"}"
             self.send_response(status)
@@ -159,3 +161,21 @@ def test_a_stream_refused_is_an_answer_with_its_body(server: tuple[str, Seen]) -
     finally:
         t.close()
     assert (resp.status, resp.lines, resp.json()) == (404, None, {"kind": "Status", "code": 404})
+
+
+def test_closing_while_a_thread_is_mid_request_does_not_raise(server: tuple[str, Seen]) -> None:
+    """serve closes its store as it exits; a thread may still be in a request then (CI: pycurl's
+    "cannot invoke close() - perform() is currently running" ended serve with a traceback)."""
+    url, _ = server
+    t = CurlTransport(url)
+    t.send(Request("GET", "/warm", {}), 10)  # this thread's handle exists
+    answers: list[int] = []
+    worker = threading.Thread(target=lambda: answers.append(t.send(Request("GET", "/slow", {}), 10).status))
+    worker.start()
+    deadline = time.monotonic() + 5
+    while len(t._handles) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)  # the worker is inside perform()
+    t.close()
+    worker.join()
+    assert answers == [200]
