@@ -1,12 +1,17 @@
 """The cost of a cycle that places one new pod in a large, settled cluster.
 
 Run: python -m tests.bench.bench_one_pod_cycle [--nodes 5000] [--pods 50000] [--gpus 8] [--repeat 3] [--serve]
+     [--constrained]
 
 Every node publishes ``--gpus`` devices in a ResourceSlice; ``--pods`` pods are already
 bound, spread evenly over the nodes. The cache is filled and one cycle settles the cluster
 (nothing to place). Then, ``--repeat`` times, one new pod is created and the next cycle is
 measured: the cache taking the watch event, the snapshot, the cycle. Reported in CPU seconds
 of this process (``time.process_time``), so other jobs on a shared machine do not count.
+
+With ``--constrained`` the bound pods carry one of 50 ``app`` labels and each new pod has a
+required pod anti-affinity and a DoNotSchedule topology spread constraint (per hostname and
+per rack) over its own ``app`` label: the cycle then counts pods per node for its terms.
 
 With ``--serve`` the cluster is a real kube-apiserver (started on loopback) and the cycle reads
 it as ``drasched serve`` does: shared informers feed the cache, the scheduler's thread syncs
@@ -34,16 +39,26 @@ from tests.bench.bench_scheduler import CLASS, _node, _slice
 Obj = dict[str, Any]
 
 
-def _pod(name: str, node: str | None) -> Obj:
+def _pod(name: str, node: str | None, app: str | None = None, constrained: bool = False) -> Obj:
     spec: Obj = {"schedulerName": "drasched",
                  "containers": [{"name": "main", "image": "app",
                                  "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}
     if node is not None:
         spec["nodeName"] = node
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "bench"}, "spec": spec}
+    metadata: Obj = {"name": name, "namespace": "bench"}
+    if app is not None:
+        metadata["labels"] = {"app": app}
+    if constrained:
+        selector = {"matchLabels": {"app": app}}
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}]}}
+        spec["topologySpreadConstraints"] = [
+            {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector}
+            for key in ("kubernetes.io/hostname", "rack")]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
-def build_store(nodes: int, pods: int, gpus: int) -> MemoryStore:
+def build_store(nodes: int, pods: int, gpus: int, labelled: bool = False) -> MemoryStore:
     clock = VirtualClock()
     store = MemoryStore(clock=clock.now, auto_namespaces=True)
     store.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": CLASS},
@@ -52,16 +67,16 @@ def build_store(nodes: int, pods: int, gpus: int) -> MemoryStore:
         store.create(_node(i))
         store.create(_slice(i, gpus))
     for p in range(pods):
-        bound = store.create(_pod(f"bound-{p:06d}", f"node-{p % nodes:05d}"))
+        bound = store.create(_pod(f"bound-{p:06d}", f"node-{p % nodes:05d}", f"app-{p % 50}" if labelled else None))
         bound["status"]["phase"] = "Running"
         store.update_status(bound)
     return store
 
 
 def measure(store: MemoryStore, cache: SchedulerCache, builder: SnapshotBuilder, config: SchedulerConfig,
-            name: str) -> tuple[float, float, float, int]:
+            name: str, constrained: bool = False) -> tuple[float, float, float, int]:
     """Create one pod, then run the next cycle: CPU seconds of (cache sync, snapshot, cycle), placed."""
-    store.create(_pod(name, None))
+    store.create(_pod(name, None, "app-7" if constrained else None, constrained))
     now = format_time(store._clock())
     t0 = time.process_time()
     cache.sync(store)
@@ -75,7 +90,7 @@ def measure(store: MemoryStore, cache: SchedulerCache, builder: SnapshotBuilder,
     return t1 - t0, t2 - t1, t3 - t2, len(result.placements)
 
 
-def fill_server(store: Any, nodes: int, pods: int, gpus: int) -> None:
+def fill_server(store: Any, nodes: int, pods: int, gpus: int, labelled: bool = False) -> None:
     """The same cluster in a real API server, created ``WRITERS`` requests at a time."""
     from drasched.bench.cluster import _create_all, prepare_nodes
     from drasched.testing.apiserver import ensure_namespace
@@ -87,7 +102,8 @@ def fill_server(store: Any, nodes: int, pods: int, gpus: int) -> None:
     _create_all(store, node_objs)
     prepare_nodes(store, node_objs)
     _create_all(store, [_slice(i, gpus) for i in range(nodes)])
-    _create_all(store, [_pod(f"bound-{p:06d}", f"node-{p % nodes:05d}") for p in range(pods)])
+    _create_all(store, [_pod(f"bound-{p:06d}", f"node-{p % nodes:05d}", f"app-{p % 50}" if labelled else None)
+                        for p in range(pods)])
 
 
 def main_serve(args: argparse.Namespace) -> int:
@@ -100,7 +116,7 @@ def main_serve(args: argparse.Namespace) -> int:
     with LocalCluster() as cluster:
         store = cluster.store()
         t0 = time.monotonic()
-        fill_server(store, args.nodes, args.pods, args.gpus)
+        fill_server(store, args.nodes, args.pods, args.gpus, args.constrained)
         print(f"python {sys.version.split()[0]}; a real API server; {args.nodes} nodes x {args.gpus} GPUs (DRA), "
               f"{args.pods} bound pods (created in {time.monotonic() - t0:.0f} s)")
         informers = SharedInformers(store, watch_timeout=30.0)
@@ -118,7 +134,7 @@ def main_serve(args: argparse.Namespace) -> int:
         feed = informers.feed(kinds.POD)
         for i in range(args.repeat):
             name = f"new-{i:03d}"
-            store.create(_pod(name, None))
+            store.create(_pod(name, None, "app-7" if args.constrained else None, args.constrained))
             while feed.get(name, "bench") is None:  # the watch event: decoded in the informer's thread
                 time.sleep(0.001)
             t0 = time.thread_time()
@@ -152,10 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpus", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--serve", action="store_true", help="against a real API server, through shared informers")
+    ap.add_argument("--constrained", action="store_true",
+                    help="labelled pods; each new pod with required anti-affinity and topology spread")
     args = ap.parse_args(argv)
     if args.serve:
         return main_serve(args)
-    store = build_store(args.nodes, args.pods, args.gpus)
+    store = build_store(args.nodes, args.pods, args.gpus, args.constrained)
     config = SchedulerConfig.embedded()
     cache = SchedulerCache()
     builder = SnapshotBuilder(config)
@@ -168,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"python {sys.version.split()[0]}; {args.nodes} nodes x {args.gpus} GPUs (DRA), {args.pods} bound pods")
     print(f"settling cycle (first snapshot + cycle)  {t_settle * 1000:9.1f} ms CPU (placed {len(settle.placements)})")
     for i in range(args.repeat):
-        sync, snap, cycle, placed = measure(store, cache, builder, config, f"new-{i:03d}")
+        sync, snap, cycle, placed = measure(store, cache, builder, config, f"new-{i:03d}", args.constrained)
         total = sync + snap + cycle
         print(f"one new pod #{i}: {total * 1000:9.1f} ms CPU  (cache {sync * 1000:.1f}, snapshot "
               f"{snap * 1000:.1f}, cycle {cycle * 1000:.1f}; placed {placed})")

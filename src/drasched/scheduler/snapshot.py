@@ -55,6 +55,7 @@ from drasched.scheduler.gpus import GpuInventory, build_gpu_inventory
 from drasched.scheduler.groups import GroupInfo, build_group, group_key, lone_pod_group, member_order
 from drasched.scheduler.plugins.podindex import has_required_anti_affinity
 from drasched.scheduler.podinfo import REQUESTS_MEMO_SIZE, NodeInfo, PodInfo, parse_node, parse_pod
+from drasched.scheduler.podtable import PodTable
 from drasched.scheduler.queues import QueueTree, build_queue_tree
 from drasched.scheduler.resources import ResourceIndex
 from drasched.scheduler.usage import PodUsage, QueueUsage, UsageLedger
@@ -124,6 +125,9 @@ class Snapshot:
     anti_affinity: Mapping[str, PodInfo] = field(default_factory=dict)
     """Pods with required podAntiAffinity terms, by key (placed or not): the InterPodAffinity
     plugin's symmetry check reads them (kept by the builder, so a cycle never scans every pod)."""
+    pod_table: PodTable | None = None
+    """The counted pods by namespace and label (the builder's; ``None``: built from
+    :attr:`pods` and :attr:`on_node` by whoever reads it)."""
 
     @property
     def n_nodes(self) -> int:
@@ -430,6 +434,7 @@ class SnapshotBuilder:
         old_j = w.counted.pop(key, None)
         if old_j is not None:
             w.on_node[old_j].discard(key)
+            w.pod_table.remove(key)
             nodes.add(old_j)
         if key in w.pods and (p is None or p.terminal or (p.deleting and not w.pods[key].deleting)):
             self.freed += 1  # gone, finished, or leaving: its node and its queue's share free up
@@ -498,6 +503,7 @@ class SnapshotBuilder:
             if on is None:
                 on = w.on_node[j] = set()
             on.add(key)
+            w.pod_table.add(key, p, j)
             if nodes is not None:
                 nodes.add(j)
         if p.deleting and not p.terminal:
@@ -779,7 +785,7 @@ class SnapshotBuilder:
             demands=self._demands, backing_off=held, usage=w.ledger.usage,
             pending_groups=tuple(sorted(pending, key=lambda g: g.key)), deleting=w.deleting,
             mismatched=tuple(w.groups[k] for k in sorted(w.mismatched)), freed=self.freed, on_node=w.on_node,
-            anti_affinity=self._anti,
+            anti_affinity=self._anti, pod_table=w.pod_table,
         )
 
 

@@ -21,6 +21,7 @@ from drasched.scheduler.extended import request_row
 from drasched.scheduler.gpus import GpuInventory
 from drasched.scheduler.groups import GroupInfo
 from drasched.scheduler.podinfo import NodeInfo, PodInfo
+from drasched.scheduler.podtable import PodTable
 from drasched.scheduler.queues import QueueTree
 from drasched.scheduler.resources import ResourceIndex
 from drasched.scheduler.usage import ALLOCATED, REQUESTED, PodUsage, UsageLedger, exact_sums
@@ -91,6 +92,11 @@ class World:
     request_rows: dict[tuple[str, int], str | None] = field(default_factory=dict)
     """(resource, node column) -> :func:`~drasched.scheduler.extended.request_row` there: it reads
     only the node's allocatable and the classes, both fixed for the life of a world."""
+    pod_table: PodTable = field(init=False)
+    """The counted pods by namespace and label, for the inter-pod plugins (built on first use)."""
+
+    def __post_init__(self) -> None:
+        self.pod_table = PodTable(self.pods, self.on_node)
 
 
 def counted_node(pod: PodInfo, assumed: Mapping[str, str], node_pos: Mapping[str, int]) -> int | None:

@@ -73,6 +73,13 @@ def check_same_world(kept: World, fresh: World) -> None:
     on_b = {j: s for j, s in fresh.on_node.items() if s}
     if on_a != on_b:
         differ("pods per node")
+    table_a, table_b = kept.pod_table, fresh.pod_table  # builds both: kept's then follows each change
+    if table_a.entries() != table_b.entries():
+        differ("pods by namespace", table_a.entries(), table_b.entries())
+    for ns, key in table_a.label_tables():
+        table_b.with_label(ns, key, ())
+    if table_a.label_tables() != table_b.label_tables():
+        differ("pods by label", table_a.label_tables(), table_b.label_tables())
     if kept.groups.keys() != fresh.groups.keys():
         differ("groups", sorted(kept.groups.keys() ^ fresh.groups.keys()))
     for k, g in kept.groups.items():

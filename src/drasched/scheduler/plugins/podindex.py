@@ -6,9 +6,12 @@ What kube-scheduler's InterPodAffinity and PodTopologySpread PreFilter compute p
 per cycle and selector: a :class:`Counter` holds, per node, how many pods match a predicate,
 the existing pods (bound, or placed by a pending BindRequest) first, then the pods the
 cycle's session placed, followed in step with its placements (a Statement rollback takes
-them out again). Nothing here runs for a pod without such constraints, except the check of
-the existing pods' required anti-affinity (symmetry), and that only while some pod has one:
-the snapshot builder keeps those pods (:attr:`Snapshot.anti_affinity`).
+them out again). The existing pods come from the snapshot builder's
+:class:`~drasched.scheduler.podtable.PodTable` (by namespace, narrowed by a label), kept
+across cycles, as are the topology domains and node masks. Nothing here runs for a pod
+without such constraints, except the check of the existing pods' required anti-affinity
+(symmetry), and that only while some pod has one: the snapshot builder keeps those pods
+(:attr:`Snapshot.anti_affinity`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from drasched.api.resource import NodeSelector as NodeSelectorView
 from drasched.api.resource import decode
 from drasched.dra.nodes import node_selector_matches
 from drasched.scheduler.podinfo import PodInfo
+from drasched.scheduler.podtable import PodTable
 from drasched.scheduler.world import counted_node
 
 if TYPE_CHECKING:
@@ -229,6 +233,16 @@ def parse_constraints(pod: PodInfo) -> Constraints:
 # ---------------------------------------------------------------------- counters
 
 
+def _narrowing(selector: Selector) -> tuple[str, tuple[str, ...]] | None:
+    """A label key and values every pod the selector matches carries one of: its first
+    ``matchLabels`` pair, or its first ``In`` expression (``None``: neither)."""
+    if selector.labels:
+        key, value = next(iter(selector.labels.items()))
+        return key, (value,)
+    first = next((e for e in selector.exprs if e[1] == "In"), None)
+    return None if first is None else (first[0], tuple(sorted(first[2])))
+
+
 class Counter:
     """Per node, the pods matching ``pred`` among the existing pods of ``namespaces`` and the
     pods placed in this session; kept in step with the session's placements."""
@@ -241,17 +255,21 @@ class Counter:
         self.cur = np.zeros(index.n, dtype=np.int64)
         if hint is not None and hint.nothing:
             namespaces = ()
+        table = index.table
+        hit: list[int] = []
+        narrowed = _narrowing(hint) if hint is not None else None
         for ns in namespaces:
-            pods, nodes = index.namespace_pods(ns)
-            if not pods:
+            entries = table.namespace(ns)
+            if not entries:
                 continue
-            tried = index.candidates(ns, hint) if hint is not None else None
-            if tried is None:
-                hit = [i for i, p in enumerate(pods) if not (skip_deleting and p.deleting) and pred(p)]
+            tried: Iterable[tuple[PodInfo, int]]
+            if narrowed is None:
+                tried = entries.values()
             else:
-                hit = [i for i in tried if not (skip_deleting and pods[i].deleting) and pred(pods[i])]
-            if hit:
-                np.add.at(self.cur, nodes[hit], 1)
+                tried = [entries[k] for k in table.with_label(ns, *narrowed)]
+            hit += [j for p, j in tried if not (skip_deleting and p.deleting) and pred(p)]
+        if hit:
+            self.cur += np.bincount(np.array(hit, dtype=np.int64), minlength=index.n)
         self.applied: list[tuple[int, int]] = []
         """(log serial, node or -1) of each placement taken into account."""
 
@@ -285,15 +303,11 @@ class CycleIndex:
         self._serial = 0
         self.placed_anti: dict[int, tuple[PodInfo, int, tuple[Term, ...]]] = {}
         """Log serial -> placed pod with required anti-affinity, its node, its terms."""
-        self._by_ns: dict[str, tuple[list[PodInfo], np.ndarray]] | None = None
-        self._domains: dict[str, tuple[np.ndarray, list[str]]] = {}
+        self.table = snap.pod_table if snap.pod_table is not None else PodTable(snap.pods, snap.on_node)
+        """The existing pods by namespace and label (kept by the snapshot builder across cycles)."""
         self._counters: dict[str, Counter] = {}
         self._existing_anti: list[tuple[Term, np.ndarray]] | None = None
         self._symmetry: dict[str, dict[str, set[int]]] = {}
-        self._masks: dict[str, np.ndarray] = {}
-        self._labels: dict[str, list[Mapping[str, str]]] = {}
-        self._tables: dict[tuple[str, str], dict[str, list[int]]] = {}
-        """(namespace, label key) -> label value -> positions of the namespace's pods carrying it."""
 
     # ------------------------------------------------------------------ placements
 
@@ -324,64 +338,14 @@ class CycleIndex:
 
     # ------------------------------------------------------------------ existing pods
 
-    def namespace_pods(self, ns: str) -> tuple[list[PodInfo], np.ndarray]:
-        """The existing pods of namespace ``ns`` and their nodes (built once per cycle, on first use)."""
-        if self._by_ns is None:
-            snap = self.snap
-            acc: dict[str, tuple[list[PodInfo], list[int], list[Mapping[str, str]]]] = {}
-            pods = snap.pods
-            for j, keys in snap.on_node.items():
-                for key in keys:
-                    p = pods.get(key)
-                    if p is None:
-                        continue
-                    hit = acc.get(p.namespace)
-                    if hit is None:
-                        hit = acc[p.namespace] = ([], [], [])
-                    hit[0].append(p)
-                    hit[1].append(j)
-                    hit[2].append(p.obj["metadata"].get("labels") or _EMPTY)
-            self._by_ns = {ns: (ps, np.array(js, dtype=np.int64)) for ns, (ps, js, _) in acc.items()}
-            self._labels = {ns: ls for ns, (_, _, ls) in acc.items()}
-        return self._by_ns.get(ns, ([], np.zeros(0, dtype=np.int64)))
-
-    def candidates(self, ns: str, selector: Selector) -> list[int] | None:
-        """Positions in :meth:`namespace_pods` of the pods carrying the selector's first
-        ``matchLabels`` pair (or a value of its first ``In`` expression); ``None``: no such pair."""
-        if selector.labels:
-            key, values = next(iter(selector.labels.items()))
-            wanted: Iterable[str] = (values,)
-        else:
-            first = next((e for e in selector.exprs if e[1] == "In"), None)
-            if first is None:
-                return None
-            key, wanted = first[0], first[2]
-        table = self._tables.get((ns, key))
-        if table is None:
-            table = self._tables[(ns, key)] = {}
-            self.namespace_pods(ns)
-            for i, labels in enumerate(self._labels.get(ns, ())):
-                v = labels.get(key)
-                if v is not None:
-                    hit = table.get(v)
-                    if hit is None:
-                        table[v] = [i]
-                    else:
-                        hit.append(i)
-        out: list[int] = []
-        for v in wanted:
-            out += table.get(v, ())
-        return out
-
     def namespaces(self, terms: Iterable[Term]) -> set[str]:
         """The namespaces whose pods may match one of ``terms``."""
-        self.namespace_pods("")
-        assert self._by_ns is not None
         out: set[str] = set()
         for t in terms:
             out |= t.namespaces
             if t.ns_selector is not None:
-                out |= {ns for ns in self._by_ns if t.ns_selector.matches(self.ns_labels.get(ns) or _EMPTY)}
+                out |= {ns for ns in self.table.namespaces()
+                        if t.ns_selector.matches(self.ns_labels.get(ns) or _EMPTY)}
         return out
 
     def counter(self, ident: str, build: Callable[[], Counter]) -> np.ndarray:
@@ -394,16 +358,16 @@ class CycleIndex:
 
     def domains(self, key: str) -> tuple[np.ndarray, list[str]]:
         """Per node, the index of its ``key`` label value in the returned list (-1: no label)."""
-        hit = self._domains.get(key)
-        if hit is None:
+        def build() -> tuple[np.ndarray, list[str]]:
             values: dict[str, int] = {}
             codes = np.full(self.n, -1, dtype=np.int64)
             for n in self.snap.nodes:
                 v = n.labels.get(key)
                 if v is not None:
                     codes[n.index] = values.setdefault(v, len(values))
-            hit = self._domains[key] = (codes, list(values))
-        return hit
+            return codes, list(values)
+
+        return self.table.node_memo("domains:" + key, build)
 
     def domain_counts(self, key: str, per_node: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
         """Per value of ``key``, the sum of ``per_node`` over its nodes (of ``among``), with a
@@ -415,10 +379,7 @@ class CycleIndex:
         return out
 
     def mask(self, ident: str, build: Callable[[], np.ndarray]) -> np.ndarray:
-        hit = self._masks.get(ident)
-        if hit is None:
-            hit = self._masks[ident] = build()
-        return hit
+        return self.table.node_memo("mask:" + ident, build)
 
     def node_affinity_mask(self, pod: PodInfo) -> np.ndarray:
         """Nodes matching the pod's ``nodeSelector`` and required node affinity (upstream
