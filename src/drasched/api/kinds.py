@@ -139,7 +139,15 @@ ALL: tuple[ResourceType, ...] = (
 )
 """Every kind, in the order a restore should create them (dependencies first)."""
 
+JOB_SET_ALSO_SERVED = ("jobset.x-k8s.io/v1",)
+"""Other versions a JobSet is accepted in: the JobSet CRD serves ``v1`` (sigs.k8s.io/jobset
+``api/jobset/v1/jobset_types.go``, its storage version) beside ``v1alpha2``, the same shape for what
+drasched reads except ``spec.startupPolicy``, which v1 no longer has (``dependsOn`` replaces it). Such a
+JobSet is kept under :data:`JOB_SET`, as the server keeps every version in one storage version, and keeps
+the apiVersion it was written in."""
+
 _BY_KIND: dict[tuple[str, str], ResourceType] = {(r.api_version, r.kind): r for r in (*ALL, DEVICE_TAINT_RULE_V1BETA2)}
+_BY_KIND.update({(v, JOB_SET.kind): JOB_SET for v in JOB_SET_ALSO_SERVED})
 _BY_KIND_ONLY: dict[str, ResourceType] = {r.kind: r for r in ALL}
 
 
@@ -155,11 +163,32 @@ def for_object(obj: dict) -> ResourceType:
     if rt is None:
         known = _BY_KIND_ONLY.get(kind)
         other = UNMODELED.get((api_version.rpartition("/")[0], kind))
-        hint = (f" (drasched serves {kind} as {known.api_version})" if known
+        served = ", ".join(v for (v, k) in _BY_KIND if k == kind)
+        hint = (f" (drasched serves {kind} as {served})" if known
                 else f" (Kubernetes serves {kind} as {other.api_version}, which drasched leaves out)" if other
+                else f": {kubeflow_hint(kind)}" if api_version.rpartition("/")[0] in KUBEFLOW_GROUPS
                 else "")
         raise BadRequest(f'no kind "{kind}" is registered for version "{api_version}"{hint}')
     return rt
+
+
+KUBEFLOW_GROUPS = ("kubeflow.org", "trainer.kubeflow.org")
+"""Kubeflow's training APIs: the training operator's ``kubeflow.org/v1`` PyTorchJob, TFJob, MPIJob,
+XGBoostJob, PaddleJob and JAXJob (the MPI operator's ``kubeflow.org/v2beta1`` MPIJob), and Kubeflow
+Trainer's ``trainer.kubeflow.org/v1alpha1`` TrainJob and its (Cluster)TrainingRuntimes."""
+
+
+def kubeflow_hint(kind: str) -> str:
+    """Why a Kubeflow training object is refused, and what to give instead."""
+    if kind in ("TrainJob", "TrainingRuntime", "ClusterTrainingRuntime"):
+        return (f"drasched does not run Kubeflow Trainer embedded, so a {kind} makes no pods here. In a cluster "
+                "Trainer turns a TrainJob into a JobSet whose pods drasched schedules (one gang per JobSet); to "
+                "simulate, give that JobSet (jobset.x-k8s.io/v1alpha2 or v1), or its Jobs or pods")
+    return (f"drasched does not run the Kubeflow training operator embedded, so a {kind} makes no pods here. In a "
+            f"cluster the operator creates the {kind}'s pods and drasched schedules them (a PyTorchJob's or "
+            "MPIJob's pods as one gang); to simulate, give those pods as the operator makes them (label "
+            f"training.kubeflow.org/job-name and a controller ownerReference to the {kind}), or the same work "
+            "as a batch/v1 Job or a JobSet")
 
 
 @dataclass(frozen=True)

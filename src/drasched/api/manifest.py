@@ -288,6 +288,12 @@ def _warn_unknown_fields(item: Loaded) -> None:
     otherwise silently mean the default (:mod:`drasched.api.unknown_fields`)."""
     for path in unknown_fields(item.obj):
         print(f'warning: {item.where}: {_describe(item.obj)}: unknown field "{path}" (ignored)', file=sys.stderr)
+    spec = item.obj.get("spec")
+    if (item.obj.get("kind") == kinds.JOB_SET.kind and item.obj.get("apiVersion") in kinds.JOB_SET_ALSO_SERVED
+            and isinstance(spec, dict) and "startupPolicy" in spec):
+        print(f'warning: {item.where}: {_describe(item.obj)}: unknown field "spec.startupPolicy" (ignored: '
+              f'{item.obj["apiVersion"]} has no startupPolicy; use dependsOn, or {kinds.JOB_SET.api_version})',
+              file=sys.stderr)
 
 
 def _texts(paths: Iterable[str], refusals: _Refusals) -> Iterable[tuple[str, str]]:

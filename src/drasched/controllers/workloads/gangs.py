@@ -7,8 +7,11 @@ PodGroup itself, this controller finds the workload that owns it, creates a
 it so it is garbage-collected with it) and labels the pod ``drasched.io/pod-group`` before
 the scheduler sees it (it runs earlier in every round).
 
-* **Job** (``batch/v1``): minMember = ``parallelism`` (at most ``completions``).
-* **JobSet** (``jobset.x-k8s.io``): one PodGroup for all its Jobs' pods, minMember = the sum
+* **Job** (``batch/v1``): minMember = ``parallelism`` (at most ``completions``), then the pods the Job
+  still runs at once: once some succeeded, at most the completions left (:func:`job_gang`), so a
+  replacement for a failed pod after the others finished is not held for pods that will never come.
+  The PodGroup follows the Job's status (Kueue's and upstream's count).
+* **JobSet** (``jobset.x-k8s.io``, v1alpha2 or v1): one PodGroup for all its Jobs' pods, minMember = the sum
   over replicated Jobs of ``replicas`` x the Job's gang (every pod that must start together).
 * **LeaderWorkerSet**: one PodGroup per group (leader and workers), ``<lws>-<group>``, minMember =
   ``leaderWorkerTemplate.size``; with the ``leaderworkerset.sigs.k8s.io/exclusive-topology: <key>``
@@ -76,7 +79,16 @@ from drasched.api.implicitgang import (
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import controller_uid, owner_reference
 from drasched.control import ControllerContext
-from drasched.controllers.workloads.common import Obj, is_deleting, is_terminal, md, sort_key, spec_of
+from drasched.controllers.workloads.common import (
+    Obj,
+    condition_true,
+    is_deleting,
+    is_terminal,
+    md,
+    sort_key,
+    spec_of,
+)
+from drasched.controllers.workloads.jobset import starts_in_order
 from drasched.controllers.workloads.leaderworkerset import group_key as lws_group_key
 from drasched.store.informer import Informer
 
@@ -199,19 +211,46 @@ def jobset_gang(jobset: Obj) -> int:
 def staged(jobset: Obj) -> bool:
     """Whether a JobSet creates its Jobs in stages: a replicated Job ``dependsOn`` another, or
     ``startupPolicy.startupPolicyOrder: InOrder`` (the JobSet controller's startup order)."""
-    spec = spec_of(jobset)
-    if (spec.get("startupPolicy") or {}).get("startupPolicyOrder") == "InOrder":
+    if starts_in_order(jobset):
         return True
-    return any(r.get("dependsOn") for r in spec.get("replicatedJobs") or [])
+    return any(r.get("dependsOn") for r in spec_of(jobset).get("replicatedJobs") or [])
 
 
 def job_gang(job: Obj) -> int:
-    """A Job's gang: ``parallelism`` pods run together (never more than ``completions``)."""
+    """A Job's gang: the pods it still runs at once, ``parallelism`` at most, never more than the
+    completions still to come, at least 1 (a template without status: ``min(parallelism, completions)``).
+
+    As Kueue sizes a Job (``pkg/controller/jobs/job/job_controller.go``: ``podsCount`` is
+    ``min(parallelism, completions)``, and ``ReclaimablePods`` gives back ``parallelism`` -
+    (``completions`` - ``status.succeeded``) once that is less, ``completions`` defaulting to
+    ``parallelism``), and as upstream's Job controller creates pods (``manageJob``: ``wantActive`` =
+    ``min(completions - succeeded, parallelism)``): a replacement for a failed pod after the others
+    succeeded is a gang of the pods left, not of the first ``parallelism``. An Indexed Job counts its
+    ``completedIndexes`` (upstream's ``succeeded`` of an Indexed Job is their number) and leaves out its
+    ``failedIndexes`` (``backoffLimitPerIndex``: never run again)."""
     spec = spec_of(job)
-    size = int(spec.get("parallelism", 1))
-    if spec.get("completions") is not None:
-        size = min(size, int(spec["completions"]))
-    return size
+    raw = job.get("status")
+    status: Obj = raw if isinstance(raw, dict) else {}
+    parallelism = int(spec.get("parallelism", 1))
+    if spec.get("completionMode") == "Indexed":
+        done = _index_count(status.get("completedIndexes")) + _index_count(status.get("failedIndexes"))
+    else:
+        done = int(status.get("succeeded") or 0)
+    completions = spec.get("completions")
+    remaining = (int(completions) if completions is not None else parallelism) - done
+    return max(1, min(parallelism, remaining))
+
+
+def _index_count(text: Any) -> int:
+    """How many indexes upstream's ``completedIndexes`` / ``failedIndexes`` text holds (``1,3-5``: 4)."""
+    count = 0
+    for part in str(text or "").split(","):
+        first, _, last = part.partition("-")
+        try:
+            count += int(last or first) - int(first) + 1 if first else 0
+        except ValueError:
+            continue
+    return count
 
 
 def annotated_gang(workload: Obj) -> int | None:
@@ -299,6 +338,13 @@ class ImplicitGangController:
             pod = self.pods.get(name, ns)
             if pod is not None and self._wants_group(pod):
                 progress |= self._group(pod)
+        jobs = self.owners.get("Job")
+        if jobs is not None:
+            changed = jobs.take_changed()
+            for ns, name in sorted(changed if changed is not None else {sort_key(j) for j in jobs.values()}):
+                job = jobs.get(name, ns)
+                if job is not None and not is_deleting(job) and not _ending(job) and self.settings.on("Job"):
+                    progress |= self._resize(GangSpec(job, job_gang(job)))
         return progress
 
     def _wants_group(self, pod: Obj) -> bool:
@@ -476,7 +522,33 @@ class ImplicitGangController:
                        f"PodGroup {ns}/{gang.name} exists and is not this workload's; its pods are scheduled "
                        "without an implicit gang")
             return self._release(pod) or wrote
-        return self._patch_pod(pod, {"labels": {POD_GROUP_LABEL: gang.name}})
+        if gang.workload.get("kind") == "Job" and not _ending(gang.workload):
+            wrote |= self._resize(gang)
+        return self._patch_pod(pod, {"labels": {POD_GROUP_LABEL: gang.name}}) or wrote
+
+    def _resize(self, gang: GangSpec) -> bool:
+        """Keep a Job's own implicit PodGroup's minMember at the pods the Job still runs at once
+        (:func:`job_gang`, from the Job's status); a PodGroup the Job does not control is left alone."""
+        ns = md(gang.workload).get("namespace") or "default"
+        group = self.groups.get(gang.name, ns)
+        if group is None or controller_uid(group) != md(gang.workload).get("uid") or is_deleting(group):
+            return False
+        old = spec_of(group).get("minMember")
+        if old == gang.min_member:
+            return False
+        try:
+            updated = self.ctx.store.patch(kinds.POD_GROUP, gang.name, ns, {
+                "metadata": {"resourceVersion": md(group).get("resourceVersion")},
+                "spec": {"minMember": gang.min_member}})
+        except (Conflict, NotFound):
+            return True  # changed or gone meanwhile: looked at again next round
+        except ApiError as exc:
+            self._warn(gang.workload, "FailedUpdatePodGroup", f"implicit PodGroup {gang.name}: {exc.message}")
+            return False
+        self.groups.put(updated)
+        self.ctx.decide(self.name, "update", updated, f"implicit gang of Job {ns}/{gang.name}: minMember {old} -> "
+                        f"{gang.min_member} (the pods it still runs at once)")
+        return True
 
     def _release(self, pod: Obj) -> bool:
         """Mark a pod the scheduler would hold for a gang it will not get (``implicit-gang: none``)."""
@@ -504,8 +576,8 @@ class ImplicitGangController:
             raw = yaml.safe_load(text)
             return ImplicitGangs.parse(raw.get("implicitGangs") if isinstance(raw, dict) else None, self.base)
         except (yaml.YAMLError, ConfigError) as exc:
-            self._warn(cm, "InvalidConfiguration", f"{exc}; implicit gangs keep their other settings")
-            return self.base
+            self._warn(cm, "InvalidConfiguration", f"{exc}; implicit gangs keep their last good settings")
+            return self.settings  # not the base: one bad edit must not undo the good ones before it
 
     def _warn(self, workload: Obj, reason: str, message: str) -> None:
         key = f"{md(workload).get('uid')}/{reason}"
@@ -539,6 +611,12 @@ def settings_from_file(path: str | None) -> ImplicitGangs:
 
 def _controller_ref(obj: Obj) -> Obj | None:
     return next((r for r in md(obj).get("ownerReferences") or [] if r.get("controller")), None)
+
+
+def _ending(job: Obj) -> bool:
+    """A Job whose end is decided (``SuccessCriteriaMet``/``FailureTarget``, then ``Complete``/``Failed``):
+    it runs no new pods, and its PodGroup is left as it was."""
+    return any(condition_true(job, c) for c in ("SuccessCriteriaMet", "FailureTarget", "Complete", "Failed"))
 
 
 def _off(kind: str) -> str:

@@ -1,4 +1,4 @@
-"""The ``jobset.x-k8s.io/v1alpha2`` JobSet controller of the embedded control plane (basics).
+"""The ``jobset.x-k8s.io/v1alpha2`` (or ``v1``) JobSet controller of the embedded control plane (basics).
 
 As the JobSet project's controller (``pkg/controllers/jobset_controller.go``): each
 replicated Job ``r`` with ``replicas`` n becomes the Jobs ``<jobset>-<r>-0 .. n-1``, labelled
@@ -23,7 +23,7 @@ and annotated (also in their pod template) with ``jobset.sigs.k8s.io/jobset-name
   (``ResumeJobs``, "jobset is resumed").
 * **Staging**: a replicated Job with ``dependsOn`` ``[{name, status: Complete|Ready}]`` gets its
   Jobs only once every named (earlier) replicated Job has all its Jobs succeeded (Complete) or
-  ready, succeeded or failed (Ready); with ``startupPolicy.startupPolicyOrder: InOrder`` one
+  ready, succeeded or failed (Ready); with ``startupPolicy.startupPolicyOrder: InOrder`` (v1alpha2 only) one
   replicated Job at a time, the next once all of the previous one's Jobs are ready (conditions
   ``StartupPolicyInProgress``, then ``StartupPolicyCompleted``). A suspended JobSet gets all its
   Jobs (dependsOn aside) and resumes them in that order. The implicit JobSet gang
@@ -31,7 +31,7 @@ and annotated (also in their pod template) with ``jobset.sigs.k8s.io/jobset-name
 
 Conditions change as upstream's ``updateCondition``: only on a status change, a False one is never
 added. A finished JobSet's still-active Jobs are deleted. Not modelled: the headless Service,
-exclusive placement, failure-policy rules, ``managedBy``, ``jobset.x-k8s.io/v1``; ``dependsOn``
+exclusive placement, failure-policy rules, ``managedBy``; ``dependsOn``
 and ``InOrder`` together, or a ``dependsOn`` naming a later replicated Job, are not rejected (the
 upstream webhook / CRD validation does; here such a replicated Job is never created).
 """
@@ -91,8 +91,11 @@ def jobset_suspended(js: Obj) -> bool:
     return bool(spec_of(js).get("suspend"))
 
 
-def _in_order(js: Obj) -> bool:
-    """Upstream ``inOrderStartupPolicy``."""
+def starts_in_order(js: Obj) -> bool:
+    """Upstream ``inOrderStartupPolicy``. A ``jobset.x-k8s.io/v1`` JobSet has no ``startupPolicy``
+    (v1's ``JobSetSpec`` dropped it for ``dependsOn``; the server prunes the field), so it never starts in order."""
+    if js.get("apiVersion") in kinds.JOB_SET_ALSO_SERVED:
+        return False
     return (spec_of(js).get("startupPolicy") or {}).get("startupPolicyOrder") == "InOrder"
 
 
@@ -250,7 +253,7 @@ class JobSetController(WorkloadBase):
         ``startupPolicyOrder: InOrder`` (JobSet not suspended) one replicated Job at a time, the
         next only once every Job of the previous one is ready. As upstream
         ``JobSetReconciler.reconcileReplicatedJobs``."""
-        in_order = _in_order(js) and not jobset_suspended(js)
+        in_order = starts_in_order(js) and not jobset_suspended(js)
         have = {md(j).get("name") for j in current}
         wanted = self._wanted_jobs(js, restarts)
         wrote = False
@@ -282,7 +285,7 @@ class JobSetController(WorkloadBase):
         """Resume the suspended Jobs of an unsuspended JobSet, replicated Job by replicated Job,
         honouring ``dependsOn`` and ``InOrder`` as creation does; the ``Suspended`` condition goes
         False only once every one was resumed. Upstream ``JobSetReconciler.resumeJobsIfNecessary``."""
-        in_order = _in_order(js)
+        in_order = starts_in_order(js)
         wrote = False
         for rjob, name in _startable(js, rjob_status, in_order):
             pod_template = spec_of(rjob.get("template") or {}).get("template") or {}
