@@ -60,7 +60,11 @@ KAI_PRIORITY_LABEL = "priorityClassName"
 """KAI's priority label on a workload or pod (KAI's docs/priority examples): the PriorityClass
 its pods run at when the pod spec names none."""
 KAI_GPU_FRACTION = "gpu-fraction"
+KAI_GPU_MEMORY = "gpu-memory"
+"""KAI's share of one GPU by memory (MiB): not read yet (``scheduler/fraction.py`` says why)."""
 GPU = "nvidia.com/gpu"
+UNLIMITED_QUOTA = "unlimited"
+"""drasched's quota that deserves all a queue asks (``scheduler/queues.py``): KAI's quota -1."""
 
 WHOLE_GROUP, SINGLE_POD = "all", "single"
 """v1beta1's disruptionMode choices; v1alpha2 spells them ``PodGroup`` and ``Pod``."""
@@ -272,9 +276,11 @@ KAI_QUEUE_IGNORED = {"displayName": "a display name", "nodePoolName": "node pool
 KAI_POD_GROUP_IGNORED = {"topologyConstraint.topology": "a named Topology object (the level keys are read)",
                          "subGroups": "sub-groups (one gang minimum per group)",
                          "markUnschedulable": "marking a group unschedulable",
-                         "schedulingBackoff": "a per-group backoff (drasched's backoff is 1 s doubling to 10 s)",
-                         "preemptibility": "a per-group preemptibility (use a PriorityClass labelled "
-                                           "drasched.io/preemptible)"}
+                         "schedulingBackoff": "a per-group backoff (drasched's backoff is 1 s doubling to 10 s)"}
+KAI_PREEMPTIBILITY_LABEL = "kai.scheduler/preemptibility"
+"""KAI's preemptibility label on a workload or pod; a translated KAI PodGroup carries its
+``spec.preemptibility`` as this label (read by ``scheduler/preemptibility.py``)."""
+KAI_PREEMPTIBILITY_VALUES = ("preemptible", "non-preemptible")
 
 
 def kai_queue(q: Obj, warnings: list[str]) -> Obj:
@@ -311,6 +317,10 @@ def kai_queue(q: Obj, warnings: list[str]) -> Obj:
 
 
 def _kai_resource(kai_name: str, res: Obj, where: str, warnings: list[str]) -> Obj:
+    """One resource of a KAI Queue. ``-1`` is KAI's ``UnlimitedResourceQuantity``: a quota of -1
+    is deserved without bound (KAI's fair share gives such a queue all it asks before dividing
+    over quota, ``resource_division.go``, and never holds its non-preemptible workloads to it,
+    ``capacity_policy``): drasched's ``quota: unlimited``; a limit of -1 is no limit."""
     entry: Obj = {}
     for k in ("quota", "limit"):
         v = res.get(k)
@@ -318,12 +328,16 @@ def _kai_resource(kai_name: str, res: Obj, where: str, warnings: list[str]) -> O
             continue
         if float(v) < 0:  # -1: unlimited
             if k == "quota":
-                warnings.append(f"{where}.quota: {v} (unlimited) has no meaning here: a drasched queue's quota is "
-                                "what it is guaranteed; none is set")
+                entry[k] = UNLIMITED_QUOTA
             continue
         entry[k] = _kai_quantity(kai_name, v)
-    if res.get("overQuotaWeight") is not None:
-        entry["overQuotaWeight"] = res["overQuotaWeight"]
+    weight = res.get("overQuotaWeight")
+    if weight is not None:
+        if isinstance(weight, int | float) and not isinstance(weight, bool) and weight < 0:
+            warnings.append(f"{where}.overQuotaWeight: {weight} gives the queue no over-quota share in KAI (its "
+                            "weight is floored to 0); 0 is used")
+            weight = 0
+        entry["overQuotaWeight"] = weight
     for k in sorted(set(res) - {"quota", "limit", "overQuotaWeight"}):
         warnings.append(f"{where}.{k} has no meaning here; ignored")
     return entry
@@ -356,12 +370,20 @@ def kai_pod_group(pg: Obj, warnings: list[str]) -> Obj:
     present = {f"spec.{k}" for k in spec} | {f"spec.topologyConstraint.{k}" for k in topo}
     for path in sorted(present):
         short = path.removeprefix("spec.")
-        if short in ("minMember", "queue", "priorityClassName", "topologyConstraint",
+        if short in ("minMember", "queue", "priorityClassName", "topologyConstraint", "preemptibility",
                      "topologyConstraint.requiredTopologyLevel", "topologyConstraint.preferredTopologyLevel"):
             continue
         why = KAI_POD_GROUP_IGNORED.get(short, "no drasched equivalent")
         warnings.append(f"{what}: {path} has no meaning here ({why}); ignored")
-    return _drasched("PodGroup", pg, out)
+    group = _drasched("PodGroup", pg, out)
+    preemptibility = spec.get("preemptibility")
+    if preemptibility in KAI_PREEMPTIBILITY_VALUES:
+        group["metadata"]["labels"] = {**(group["metadata"].get("labels") or {}),
+                                       KAI_PREEMPTIBILITY_LABEL: preemptibility}
+    elif preemptibility:
+        warnings.append(f"{what}: spec.preemptibility: unknown value {preemptibility!r} (known: "
+                        f"{', '.join(KAI_PREEMPTIBILITY_VALUES)}); ignored, its priority decides as in KAI")
+    return group
 
 
 def kai_topology(topology: Obj, warnings: list[str]) -> None:
@@ -397,6 +419,9 @@ def kai_pod(pod: Obj, warnings: list[str]) -> Obj:
         if ours not in dst:
             dst[ours] = src[key]
             changed = True
+    if KAI_GPU_MEMORY in annotations:
+        warnings.append(f"{_what(pod)}: metadata.annotations[{KAI_GPU_MEMORY}] is not read: drasched shares a GPU "
+                        f"by fraction only ({GPU_FRACTION}); the pod is not scheduled and says why")
     spec = _with_fraction_request(pod, annotations, warnings)
     if not changed and spec is None:
         return pod

@@ -235,6 +235,8 @@ class PodGroupStatus(View):
     phase: str = ""
     running: int = 0
     scheduled: int = 0
+    succeeded: int = 0
+    failed: int = 0
     resource_claim_statuses: list[PodResourceClaimStatus] = []
     conditions: list[dict[str, Any]] = []
 

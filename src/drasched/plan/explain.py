@@ -33,6 +33,13 @@ Obj = dict[str, Any]
 _MESSAGE = re.compile(r"^0/(?P<n>\d+) nodes are available: (?P<body>.*)\.$", re.S)
 _OUTSIDE = re.compile(r"(^|, )\d+ " + re.escape(MSG_OUTSIDE_DOMAIN))
 _QUEUE_LIMIT = re.compile(r"queue (?P<queue>\S+) over its limit for (?P<dim>[^\s;,]+?)\.?(?=[\s;,]|$)")
+_BEYOND_LIMIT = re.compile(r"needs? \S+ (?P<dim>\S+?),?(?: together,)? more than the limit \S+ "
+                           r"of queue (?P<queue>[^\s:;,()]+)")
+"""A gang (or pod) whose own request exceeds a queue's limit: it never fits there."""
+
+
+def _limit(text: str) -> re.Match[str] | None:
+    return _QUEUE_LIMIT.search(text) or _BEYOND_LIMIT.search(text)
 """The dimension ends before a space, ``;`` or ``,``, and a sentence's closing period is not part of it."""
 
 
@@ -144,7 +151,7 @@ def _try_each_node(sim: Simulation, pod: str) -> tuple[dict[str, str | None], Gr
 def _about_the_pod(failure: str, n_nodes: int) -> bool:
     """Whether a failure computed for one node holds before any node is looked at (a queue
     limit, a claim still missing): it then does not count the other nodes as outside."""
-    return (n_nodes > 1 and MSG_OUTSIDE_DOMAIN not in failure) or _QUEUE_LIMIT.search(failure) is not None
+    return (n_nodes > 1 and MSG_OUTSIDE_DOMAIN not in failure) or _limit(failure) is not None
 
 
 _INSUFFICIENT = re.compile(r"insufficient (?P<res>[^\s,;]+)")
@@ -156,7 +163,7 @@ def _hints(e: Explanation, sim: Simulation) -> list[str]:
     leaving would give back what is missing (they ask for that resource, or hold devices of
     that class there); none are named where no pod holds it."""
     hints = []
-    limit = _QUEUE_LIMIT.search(e.everywhere or e.message)
+    limit = _limit(e.everywhere or e.message)
     if limit:
         hints.append(_limit_hint(sim, limit["queue"], limit["dim"]))
     objects = sim.store.all_objects()

@@ -8,7 +8,8 @@ by a later cycle from fresher state.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -28,11 +29,14 @@ from drasched.scheduler.cycle import CycleResult, run_cycle
 from drasched.scheduler.eviction import EVENT_REASONS
 from drasched.scheduler.foreign_writes import is_translated, report_problems, source_of, write_upstream_condition
 from drasched.scheduler.groups import GroupInfo
+from drasched.scheduler.groupstatus import pod_group_status
+from drasched.scheduler.groupstatus import status_changed as group_status_changed
 from drasched.scheduler.podinfo import PodInfo
 from drasched.scheduler.snapshot import Snapshot, SnapshotBuilder
 from drasched.scheduler.unconfirmed import UnconfirmedCreates, may_have_been_applied
 
 Obj = dict[str, Any]
+log = logging.getLogger("drasched")
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 
@@ -84,11 +88,22 @@ def pod_signature(p: PodInfo) -> tuple[Any, ...]:
             status.get("resourceClaimStatuses"), status.get("nominatedNodeName"))
 
 
+def group_signature(pg: Obj | None) -> tuple[Any, ...]:
+    """What a cycle reads of a PodGroup: not its ``resourceVersion``, which the scheduler's own
+    status write moves (a gang's ``phase`` and ``Scheduled`` condition are no change, as the
+    PodScheduled condition written on its pods is none)."""
+    if pg is None:
+        return ()
+    md = pg.get("metadata") or {}
+    return (md.get("uid"), md.get("deletionTimestamp"), md.get("labels"), md.get("annotations"), pg.get("spec"),
+            (pg.get("status") or {}).get("resourceClaimStatuses"))
+
+
 def gang_signature(g: GroupInfo, pod_part: Callable[[PodInfo], tuple[Any, ...]] = pod_signature) -> tuple[Any, ...]:
     """What a cycle reads of a gang and its waiting pods, apart from the condition the scheduler
     writes on them: when it changes, the gang may fit now."""
-    pg = ((g.obj or {}).get("metadata") or {}).get("resourceVersion")
-    return (pg, g.min_member, g.placed, g.blocked, g.queue, g.priority, len(g.pods), tuple(map(pod_part, g.pending)))
+    return (group_signature(g.obj), g.min_member, g.placed, g.blocked, g.queue, g.priority, len(g.pods),
+            tuple(map(pod_part, g.pending)))
 
 
 class PodSignatures:
@@ -180,6 +195,8 @@ class SchedulerController:
                                     foreign=foreign)  # other schedulers' kinds the server serves
         self.builder = SnapshotBuilder(self.config, allocation_wall_time=allocation_wall_time)
         self._config_rv: str | None = None
+        self._good_config_rv: str | None = None
+        """The resourceVersion of the ConfigMap whose configuration is in force (None: the base)."""
         self.last: CycleResult | None = None
         self.cycles = 0
         self.waiting_pods = 0
@@ -198,6 +215,9 @@ class SchedulerController:
         self._awaiting: dict[str, frozenset[str]] = {}
         """Parked gang key -> the claims its pods waited for to be created: the first of them to
         arrive brings it back (upstream's claim Add event hint), though the pods did not change."""
+        self._pod_waits: dict[str, int] = {}
+        """Parked gang -> the builder's ``pod_changes`` when it failed for other pods (inter-pod
+        affinity, topology spread: a filter whose ``events()`` name Pod): a pod change retries it."""
         self._failures: dict[str, int] = {}
         """Gang key -> cycles in a row that tried it and placed nothing (its backoff grows with them)."""
         self._parked_wake: datetime | None = None
@@ -313,9 +333,11 @@ class SchedulerController:
         keep = [g for g, h in zip(snap.pending_groups, held, strict=True) if not h]
         self._parked = {g.key: self._parked[g.key] for g, h in zip(snap.pending_groups, held, strict=True) if h}
         self._awaiting = {k: v for k, v in self._awaiting.items() if k in self._parked}
+        self._pod_waits = {k: v for k, v in self._pod_waits.items() if k in self._parked}
         self._failures = {g.key: self._failures[g.key] for g in snap.pending_groups if g.key in self._failures}
         ends = [hit[3] for g in snap.pending_groups if (hit := self._parked.get(g.key)) is not None
-                and now < hit[3] and (hit[1] != snap.freed or hit[0] != gang_signature(g, self._signatures))]
+                and now < hit[3] and (hit[1] != snap.freed or self._pods_moved(g.key, snap)
+                                      or hit[0] != gang_signature(g, self._signatures))]
         if ends:  # something that may help came while it backs off: look again when the backoff ends
             self._cycle_due = min(ends) if self._cycle_due is None else min(self._cycle_due, min(ends))
         if len(keep) == len(snap.pending_groups):
@@ -331,7 +353,13 @@ class SchedulerController:
         awaited = self._awaiting.get(g.key)
         if awaited and any(k in snap.claims for k in awaited):
             return False  # a claim it waited for is there now
+        if self._pods_moved(g.key, snap):
+            return False  # it failed for other pods (affinity, spread), and pods changed since
         return hit[1] == snap.freed and hit[0] == gang_signature(g, self._signatures)
+
+    def _pods_moved(self, key: str, snap: Snapshot) -> bool:
+        seen = self._pod_waits.get(key)
+        return seen is not None and seen != snap.pod_changes
 
     def _park(self, snap: Snapshot, result: CycleResult, now: datetime) -> None:
         until = now + timedelta(seconds=MAX_PARKED_SECONDS)
@@ -347,6 +375,10 @@ class SchedulerController:
                 self._awaiting[key] = missing_claims(snap.groups[key], snap.claims)
                 continue
             self._awaiting.pop(key, None)
+            self._pod_waits.pop(key, None)
+            pod_rules = snap.profile.messages_requeued_on("Pod")
+            if pod_rules and any(m in messages.get(p.key, "") for p in snap.groups[key].pending for m in pod_rules):
+                self._pod_waits[key] = snap.pod_changes
             failures = self._failures[key] = self._failures.get(key, 0) + 1
             backoff = min(GANG_BACKOFF_INITIAL * 2 ** (failures - 1), GANG_BACKOFF_MAX) if self.gang_backoff else 0.0
             self._parked[key] = (gang_signature(snap.groups[key], self._signatures), snap.freed, until,
@@ -361,7 +393,11 @@ class SchedulerController:
                 if (since := self._waiting_since.get((p.uid, messages.get(p.key, "")))) is not None]
 
     def _load_config(self, ctx: ControllerContext) -> None:
-        """Apply the ConfigMap's configuration when it changes; a bad one is reported and ignored."""
+        """Apply the ConfigMap's configuration when it changes. A bad one is reported (a log line
+        and a Warning Event on the ConfigMap naming the key and the field) and ignored: the last
+        good configuration stays in force, as kube-scheduler keeps running with the one it has
+        until a restart; the next good edit applies. A ConfigMap deleted gives the base
+        (``--config``) configuration back."""
         cm = self.cache.get(kinds.CONFIG_MAP, CONFIG_MAP_KEY)
         rv = None if cm is None else str((cm.get("metadata") or {}).get("resourceVersion"))
         if rv == self._config_rv:
@@ -372,8 +408,14 @@ class SchedulerController:
             try:
                 config = config_from_config_map(cm, self.base_config, self.config_map_modules)
             except ConfigError as exc:
-                ctx.event(cm, "Warning", "InvalidConfiguration", f"{exc}; using the defaults")
-                ctx.decide(self.name, "config", cm, str(exc))
+                kept = (f"keeping the last good configuration (ConfigMap resourceVersion {self._good_config_rv})"
+                        if self._good_config_rv is not None else "keeping the configuration without the ConfigMap")
+                message = f"{exc}; {kept}"
+                log.warning("%s", message)
+                ctx.event(cm, "Warning", "InvalidConfiguration", message)
+                ctx.decide(self.name, "config", cm, message)
+                return
+        self._good_config_rv = rv
         self.config = config
         self.builder = SnapshotBuilder(config, allocation_wall_time=self.allocation_wall_time)
 
@@ -427,6 +469,8 @@ class SchedulerController:
                 wrote = True
             except ApiError as exc:  # Conflict: a fresher cycle rewrites it
                 ctx.decide(self.name, "error", queue, f"cannot write queue status: {exc.message}")
+        statuses = self._pod_group_statuses(snap, result, format_time(ctx.now()))
+        wrote |= any(self._each(lambda job: self._write_group_status(ctx, *job), statuses))
         if result.create_default_queue:
             try:
                 store.create({"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "Queue",
@@ -436,6 +480,36 @@ class SchedulerController:
                 pass
         wrote |= self._group_events(ctx, snap, result)
         return wrote
+
+    def _pod_group_statuses(self, snap: Snapshot, result: CycleResult, now: str) -> list[tuple[Obj, Obj]]:
+        """(PodGroup, new status) for drasched's own PodGroups whose status this cycle changes
+        (:mod:`~drasched.scheduler.groupstatus`); a group with no pod gets none."""
+        out: list[tuple[Obj, Obj]] = []
+        keys: Iterable[str] = self.cache.objects(kinds.POD_GROUP)
+        if snap.touched_groups is not None:  # only the groups a change or this cycle can move
+            keys = {*snap.touched_groups, *(g.key for g in snap.pending_groups), *result.groups_placed,
+                    *result.group_messages}
+        for key in sorted(keys):
+            g = snap.groups.get(key)
+            if g is None or g.obj is None or g.implicit or is_translated(g.obj):
+                continue
+            status = pod_group_status(g, result.groups_placed.get(key, 0), result.group_messages.get(key),
+                                      key in result.beyond_limit, now)
+            if group_status_changed(g.obj, status):
+                out.append((g.obj, status))
+        return out
+
+    def _write_group_status(self, ctx: ControllerContext, pg: Obj, status: Obj) -> bool:
+        """Write a PodGroup's status with its resourceVersion: a Conflict (the claim controller
+        wrote its claims meanwhile) comes back as a change, and the next cycle writes it again."""
+        try:
+            ctx.store.update_status({**pg, "status": status})
+        except NotFound:
+            return False
+        except ApiError as exc:
+            ctx.decide(self.name, "error", pg, f"cannot write PodGroup status: {exc.message}")
+            return False
+        return True
 
     def _usage_write_later(self, ctx: ControllerContext, queue: Obj, status: Obj) -> bool:
         """Whether a queue's new usage waits for a later cycle: with ``queue_status_period``, a

@@ -50,6 +50,9 @@ class CycleResult:
     """Pods whose ``status.nominatedNodeName`` changes (``None`` clears it)."""
     wake_at: datetime | None = None
     """Run a cycle then even if nothing changes (a minRuntime ends)."""
+    beyond_limit: frozenset[str] = frozenset()
+    """Gangs whose ``minMember`` pods alone exceed a queue's limit (they never fit; their PodGroup
+    condition's reason is ``OverLimit``)."""
     failed_gangs: frozenset[str] = frozenset()
     """Gangs tried and not placed, with nothing under way for them (no eviction, no nomination):
     trying them again is useless until something gives resources back (see the controller)."""
@@ -147,6 +150,7 @@ def _run_cycle(snap: Snapshot, config: SchedulerConfig, now: str, avoid: frozens
             out.pod_conditions.append((pod, unschedulable_condition(message, since)))
     out.evictions, out.nominations = list(session.disruption.evictions), nominations(session)
     out.failed_gangs = _failed_gangs(snap, session)
+    out.beyond_limit = frozenset(session.beyond_limit)
     out.wake_at = session.disruption.wake_at
     for name, q in snap.queues.queues.items():
         status = queue_status(q, _allocated(session, name), session.usage.of(REQUESTED, name),

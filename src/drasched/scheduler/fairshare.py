@@ -3,7 +3,8 @@
 At each level of the queue tree, the share of the parent (the cluster's capacity at the top)
 is divided among its children in two phases:
 
-1. **deserved**: each child gets ``min(quota, demand, limit)``; highest priority first, and if
+1. **deserved**: each child gets ``min(quota, demand, limit)`` (``min(demand, limit)`` with
+   ``quota: unlimited``); highest priority first, and if
    a priority level asks more than is left, that level splits what is left in proportion to
    what each child deserves;
 2. **over quota**: what is left goes to the highest priority level first, split in proportion
@@ -78,7 +79,7 @@ def split_level(amount: Fraction, members: Sequence[Member]) -> list[Fraction]:
     left = amount
     levels = _by_priority(members)
     for level in levels:
-        deserved = {i: min(members[i].settings.quota or ZERO, members[i].cap) for i in level}
+        deserved = {i: members[i].settings.deserved(members[i].cap) for i in level}
         need = sum(deserved.values(), ZERO)
         if need <= left:
             for i, d in deserved.items():

@@ -30,7 +30,18 @@ GPU_FRACTION_ANNOTATION = "drasched.io/gpu-fraction"
 KAI_GPU_FRACTION_ANNOTATION = "gpu-fraction"
 """KAI-Scheduler's annotation, read as an alias where drasched's is absent (same meaning)."""
 
+KAI_GPU_MEMORY_ANNOTATION = "gpu-memory"
+"""KAI-Scheduler's share of one GPU by memory, in MiB (docs/gpu-sharing/gpu-memory.yaml). Not read
+yet: a pod carrying it is not scheduled, and says why (rather than run without a GPU)."""
+
 Obj = dict[str, Any]
+
+
+def gpu_memory_message(raw: Any) -> str:
+    """Why a pod with KAI's ``gpu-memory`` annotation is not scheduled."""
+    return (f'annotation {KAI_GPU_MEMORY_ANNOTATION}: "{raw}" (MiB of one GPU, KAI-Scheduler) is not read by '
+            f"drasched: it shares a GPU by fraction only; write {GPU_FRACTION_ANNOTATION} (or "
+            f"{KAI_GPU_FRACTION_ANNOTATION}) as that memory's share of the GPU's, e.g. \"0.25\" for 20Gi of 80Gi")
 
 
 class FractionError(ValueError):
@@ -44,6 +55,8 @@ def gpu_fraction(obj: Obj, requests: dict[str, float]) -> Fraction | None:
     ``nvidia.com/gpu`` to be exactly 1. Raises :class:`FractionError` otherwise.
     """
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    if KAI_GPU_MEMORY_ANNOTATION in annotations:
+        raise FractionError(gpu_memory_message(annotations[KAI_GPU_MEMORY_ANNOTATION]))
     name = GPU_FRACTION_ANNOTATION if GPU_FRACTION_ANNOTATION in annotations else KAI_GPU_FRACTION_ANNOTATION
     raw = annotations.get(name)
     if raw is None:

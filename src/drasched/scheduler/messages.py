@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from drasched.dra.explain import Reason, summarize_nodes
+from drasched.scheduler.resources import format_units
 
 _NO_REASON = "resource claims cannot be allocated"
 
@@ -57,3 +58,15 @@ class Diagnosis:
 
 def queue_limit_message(n_nodes: int, queue: str, dim: str) -> str:
     return Diagnosis(n_nodes, extra=[f"queue {queue} over its limit for {dim}"]).message()
+
+
+def beyond_limit_message(group: str | None, min_member: int, own_queue: str, queue: str, dim: str, limit: float,
+                         need: float) -> str:
+    """Why a gang (``group``: its key; None for a pod without a PodGroup) can never be placed: its
+    ``minMember`` pods alone need more ``dim`` than ``queue``'s limit, not a wait for room."""
+    where = f"queue {queue}" + (f" (a parent of queue {own_queue})" if queue != own_queue else "")
+    beyond = f"more than the limit {format_units(dim, limit)} of {where}: it can never be scheduled there"
+    if group is None:
+        return f"the pod needs {format_units(dim, need)} {dim}, {beyond} (raise the limit or lower the request)"
+    return (f"pod group {group}: its minMember {min_member} pods need {format_units(dim, need)} {dim} together, "
+            f"{beyond} (raise the limit or lower minMember or the requests)")

@@ -21,13 +21,27 @@ from drasched.scheduler.resources import exact_units
 Obj = dict[str, Any]
 
 
+UNLIMITED = "unlimited"
+"""``quota: unlimited``: the queue deserves all it asks (KAI-Scheduler's quota ``-1``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class DimSettings:
-    """quota / limit in vector units (``None``: not set) and the over-quota weight."""
+    """quota / limit in vector units (``None``: not set) and the over-quota weight.
+
+    ``unlimited``: the quota is ``unlimited`` (``quota`` is then ``None``): the queue deserves
+    all it asks, up to its limit, before anything is split over quota."""
 
     quota: Fraction | None = None
     limit: Fraction | None = None
     weight: Fraction = Fraction(1)
+    unlimited: bool = False
+
+    def deserved(self, cap: Fraction) -> Fraction:
+        """What the queue deserves of ``cap`` (its demand within its limit): ``min(quota, cap)``."""
+        if self.unlimited:
+            return cap
+        return min(self.quota or Fraction(0), cap)
 
 
 @dataclass(slots=True)
@@ -80,7 +94,8 @@ def _parse_resources(spec: Obj, dim_of: Callable[[str], str], problems: list[str
         if not isinstance(raw, dict):
             problems.append(f"resources[{key}]: must be a map with quota, limit, overQuotaWeight")
             continue
-        quota = _fraction(dim, raw.get("quota"), "quota", key, problems)
+        unlimited = raw.get("quota") == UNLIMITED
+        quota = None if unlimited else _fraction(dim, raw.get("quota"), "quota", key, problems)
         limit = _fraction(dim, raw.get("limit"), "limit", key, problems)
         weight = Fraction(1)
         if "overQuotaWeight" in raw:
@@ -91,7 +106,7 @@ def _parse_resources(spec: Obj, dim_of: Callable[[str], str], problems: list[str
                 weight = Fraction(w)
         if quota is not None and limit is not None and quota > limit:
             problems.append(f"resources[{key}]: quota {raw.get('quota')} exceeds limit {raw.get('limit')}")
-        out[dim] = DimSettings(quota, limit, weight)
+        out[dim] = DimSettings(quota, limit, weight, unlimited)
         source[dim] = key
     return out
 

@@ -65,6 +65,8 @@ class Session:
     unschedulable: dict[str, str] = field(default_factory=dict)
     """Pod key -> the PodScheduled=False message of this cycle."""
     group_messages: dict[str, str] = field(default_factory=dict)
+    beyond_limit: set[str] = field(default_factory=set)
+    """Gangs whose minMember pods alone need more than a queue's limit: never placed, never preempt."""
     _static: dict[str, StaticResult] = field(default_factory=dict)
     dra_failures: dict[tuple[str, int], tuple[tuple[int, int], list[Reason], list[str]]] = field(default_factory=dict)
     """Allocator failures per (pod shape, node): node version, reasons, and the claims they name."""

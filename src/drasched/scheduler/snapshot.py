@@ -53,7 +53,7 @@ from drasched.scheduler.extended import (
 from drasched.scheduler.framework.profile import Profile, default_profile
 from drasched.scheduler.gpus import GpuInventory, build_gpu_inventory
 from drasched.scheduler.groups import GroupInfo, build_group, group_key, lone_pod_group, member_order
-from drasched.scheduler.plugins.podindex import has_required_anti_affinity
+from drasched.scheduler.plugins.podindex import has_required_anti_affinity, scores_others
 from drasched.scheduler.podinfo import REQUESTS_MEMO_SIZE, NodeInfo, PodInfo, parse_node, parse_pod
 from drasched.scheduler.podtable import PodTable
 from drasched.scheduler.queues import QueueTree, build_queue_tree
@@ -125,7 +125,15 @@ class Snapshot:
     anti_affinity: Mapping[str, PodInfo] = field(default_factory=dict)
     """Pods with required podAntiAffinity terms, by key (placed or not): the InterPodAffinity
     plugin's symmetry check reads them (kept by the builder, so a cycle never scans every pod)."""
+    affinity_scoring: Mapping[str, PodInfo] = field(default_factory=dict)
+    """Pods whose pod affinity terms score nodes for other pods (preferred terms, required
+    affinity), by key: the InterPodAffinity scorer reads them (kept like :attr:`anti_affinity`)."""
     pod_table: PodTable | None = None
+    touched_groups: frozenset[str] | None = None
+    pod_changes: int = 0
+    """The builder's :attr:`SnapshotBuilder.pod_changes` at this build."""
+    """Keys of the groups whose pods or PodGroup changed since the previous build (``None``: any
+    may have, a full build): the PodGroup statuses to look at again."""
     """The counted pods by namespace and label (the builder's; ``None``: built from
     :attr:`pods` and :attr:`on_node` by whoever reads it)."""
 
@@ -235,6 +243,14 @@ class SnapshotBuilder:
         self._check = bool(os.environ.get(CHECK_ENV))
         self._anti: dict[str, PodInfo] = {}
         """Pod key -> the pod, for pods with required podAntiAffinity (:attr:`Snapshot.anti_affinity`)."""
+        self.pod_changes = 0
+        """Changes of a pod on a node that other pods' rules read (it came, went, moved, was
+        relabelled or started terminating; a full build counts one): a gang parked for other pods
+        (inter-pod affinity, topology spread) is retried once this moves."""
+        self._touched: set[str] | None = None
+        """Groups the last build changed (``None``: a full build, any may have)."""
+        self._scoring: dict[str, PodInfo] = {}
+        """Pod key -> the pod, for pods whose terms score other pods (:attr:`Snapshot.affinity_scoring`)."""
 
     # ------------------------------------------------------------------ memoised parsing
 
@@ -308,8 +324,11 @@ class SnapshotBuilder:
         with collector_paused():
             w = self._world
             changed = self._changes(cache) if w is not None and self._world_of == id(cache) else None
+            self._touched = None
             patched = w is not None and changed is not None and self._patch(w, cache, changed)
             if w is None or not patched:
+                self._touched = None
+                self.pod_changes += 1
                 w = self._full(cache)
             elif self._check:
                 check_same_world(w, SnapshotBuilder(self.config)._full(cache))
@@ -355,6 +374,7 @@ class SnapshotBuilder:
             pods[key] = self._parse(key, obj, prio, fresh)
         self._pods = fresh  # forget pods that are gone
         self._anti = {k: p for k, p in pods.items() if has_required_anti_affinity(p)}
+        self._scoring = {k: p for k, p in pods.items() if scores_others(p)}
         if self._demands_of != cache.kind_generation(kinds.DEVICE_CLASS) or len(self._demands) > 2 * len(pods):
             self._demands = {}  # new classes map requests to other dimensions; or many pods are gone
             self._demands_of = cache.kind_generation(kinds.DEVICE_CLASS)
@@ -429,8 +449,11 @@ class SnapshotBuilder:
         nodes: set[int] = set()
         groups: set[str] = set()
         self._anti.pop(key, None)
+        self._scoring.pop(key, None)
         if p is not None and has_required_anti_affinity(p):
             self._anti[key] = p
+        if p is not None and scores_others(p):
+            self._scoring[key] = p
         old_j = w.counted.pop(key, None)
         if old_j is not None:
             w.on_node[old_j].discard(key)
@@ -443,8 +466,11 @@ class SnapshotBuilder:
             w.members[old_g].discard(key)
             groups.add(old_g)
         w.deleting.pop(key, None)
-        if old_j is not None and (p is None or counted_node(p, w.assumed, w.node_pos) != old_j):
+        new_j = None if p is None else counted_node(p, w.assumed, w.node_pos)
+        if old_j is not None and new_j != old_j:
             self.freed += 1
+        if old_j != new_j or (new_j is not None and _seen_by_other_pods(w.pods.get(key)) != _seen_by_other_pods(p)):
+            self.pod_changes += 1  # what inter-pod rules read of it moved (not the scheduler's own condition)
         w.unbound.discard(key)  # :meth:`_add_pod` adds it back while the pod has no node
         if p is None:
             w.pods.pop(key, None)
@@ -749,6 +775,7 @@ class SnapshotBuilder:
         templates = cache.objects(kinds.RESOURCE_CLAIM_TEMPLATE)
         for gkey in groups:
             self._rebuild_group(w, gkey, pgs, templates)
+        self._touched = groups
         return True
 
     def _snapshot(self, w: World, cache: SchedulerCache, backoff: BindBackoff | None,
@@ -785,8 +812,18 @@ class SnapshotBuilder:
             demands=self._demands, backing_off=held, usage=w.ledger.usage,
             pending_groups=tuple(sorted(pending, key=lambda g: g.key)), deleting=w.deleting,
             mismatched=tuple(w.groups[k] for k in sorted(w.mismatched)), freed=self.freed, on_node=w.on_node,
-            anti_affinity=self._anti, pod_table=w.pod_table,
+            anti_affinity=self._anti, affinity_scoring=self._scoring, pod_table=w.pod_table,
+            touched_groups=None if self._touched is None else frozenset(self._touched),
+            pod_changes=self.pod_changes,
         )
+
+
+def _seen_by_other_pods(p: PodInfo | None) -> tuple[Any, ...] | None:
+    """What inter-pod affinity and topology spread read of a pod counted on a node."""
+    if p is None:
+        return None
+    md = p.obj.get("metadata") or {}
+    return p.namespace, md.get("labels"), p.deleting
 
 
 class _ClaimDemand(Mapping[str, Mapping[str, float]]):

@@ -156,12 +156,27 @@ CLAIM_WAIT_GRACE = 30.0
 
 
 class _Health:
-    def __init__(self) -> None:
+    """What ``/healthz`` answers: ok, or 500 with the problems, one a line: the control loop
+    stalled, or a kind the controllers need cannot be listed (drasched's CRDs not installed, a
+    kind the ServiceAccount may not list). The chart's liveness and readiness probes both ask
+    it, so a Deployment whose CRDs are missing is never Ready; it is ok once every kind lists."""
+
+    def __init__(self, informers: SharedInformers | None = None) -> None:
         self.last_loop = time.monotonic()
         self.stall_seconds = 60.0
+        self.informers = informers
+        """The shared informers of the threaded loop (set by :func:`run`), asked which kinds fail to list."""
+
+    def problems(self) -> list[str]:
+        out: list[str] = []
+        if time.monotonic() - self.last_loop >= self.stall_seconds:
+            out.append("control loop stalled")
+        if self.informers is not None:
+            out += [f"cannot list {e}" for e in self.informers.list_errors()]
+        return out
 
     def healthy(self) -> bool:
-        return time.monotonic() - self.last_loop < self.stall_seconds
+        return not self.problems()
 
 
 def start_http(port: int, metrics: Metrics, health: _Health, host: str = "0.0.0.0") -> ThreadingHTTPServer:
@@ -170,9 +185,9 @@ def start_http(port: int, metrics: Metrics, health: _Health, host: str = "0.0.0.
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             if self.path.startswith("/healthz"):
-                ok = health.healthy()
-                body = b"ok" if ok else b"control loop stalled"
-                self.send_response(200 if ok else 500)
+                problems = health.problems()
+                body = "\n".join(problems).encode() if problems else b"ok"
+                self.send_response(500 if problems else 200)
                 self.send_header("Content-Type", "text/plain")
             elif self.path.startswith("/metrics"):
                 body = generate_latest(metrics.registry)
@@ -313,8 +328,9 @@ def _run_threaded(
     gc_thresholds = gc.get_threshold()
     gc.set_threshold(*SERVE_GC_THRESHOLDS)
     informers = SharedInformers(raw_store, watch_timeout=watch_timeout)
+    health.informers = informers  # /healthz fails while a kind cannot be listed (missing CRDs)
     informers.start(SERVE_KINDS)
-    if not informers.wait_for_sync(timeout=120.0, stop=stop) and not stop.is_set():
+    if not _wait_for_sync(informers, health, stop, 120.0) and not stop.is_set():
         log.warning("informers did not finish their first list in 120 s; controllers wait for them")
     gc.freeze()  # the first lists are long-lived: the collector's full passes need not walk them
     # Every write is fenced by leadership; the elector itself renews through the raw store.
@@ -410,6 +426,18 @@ def _run_threaded(
     if lost:
         raise LeadershipLost("leader election lost")
     return loops
+
+
+def _wait_for_sync(informers: SharedInformers, health: _Health, stop: threading.Event, timeout: float) -> bool:
+    """Wait for the informers' first lists, at most ``timeout`` seconds; the loop is not stalled
+    meanwhile (``/healthz`` says why a kind does not list, if it does not)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        health.last_loop = time.monotonic()
+        if informers.wait_for_sync(timeout=min(5.0, max(0.0, deadline - time.monotonic())), stop=stop):
+            return True
+        if stop.is_set() or time.monotonic() >= deadline:
+            return False
 
 
 IO_ROUND_INTERVAL = 0.005

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drasched.api import kinds as kinds_mod
-from drasched.api.errors import ApiError, Conflict, Gone, NotFound
+from drasched.api.errors import ApiError, Conflict, Forbidden, Gone, NotFound
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import controller_uid
 from drasched.store.base import ClusterStore, ListResult, Obj, WatchEvent
@@ -196,6 +196,18 @@ class KindFeed:
     def wait_synced(self, timeout: float) -> bool:
         return self._synced.wait(timeout)
 
+    @property
+    def list_error(self) -> str | None:
+        """Why the kind cannot be listed, while its latest list was refused as not served (404) or
+        not allowed (403): what no retry mends, only an operator (installing the CRDs, granting
+        RBAC); None once a list succeeds. A server that does not answer is no such error: a
+        reflector waits that out on its own."""
+        exc = self.reflector.list_error
+        if not isinstance(exc, NotFound | Forbidden):
+            return None
+        hint = _missing_kind_hint(self.rt) if isinstance(exc, NotFound) else ""
+        return f"{self.rt.kind} ({self.rt.api_version} {self.rt.plural}): {exc.message}{hint}"
+
 
 def _missing_kind_hint(rt: ResourceType) -> str:
     """What a 404 on listing a kind means: the server does not serve it."""
@@ -206,14 +218,21 @@ def _missing_kind_hint(rt: ResourceType) -> str:
 
 
 class _ReplacingReflector(Reflector):
-    """A Reflector that tells its feed when a relist replaced the cache (see ``KindFeed._replaced``)."""
+    """A Reflector that tells its feed when a relist replaced the cache (see ``KindFeed._replaced``),
+    and keeps the error of its latest list while listing fails (see ``KindFeed.list_error``)."""
 
     def __init__(self, *args: Any, on_replace: Callable[[], None], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.on_replace = on_replace
+        self.list_error: ApiError | None = None
 
     def relist(self) -> None:
-        super().relist()
+        try:
+            super().relist()
+        except ApiError as exc:
+            self.list_error = exc
+            raise
+        self.list_error = None
         self.on_replace()
 
 
@@ -297,6 +316,13 @@ class SharedInformers:
                 if (stop is not None and stop.is_set()) or time.monotonic() >= deadline:
                     return False
         return True
+
+    def list_errors(self) -> list[str]:
+        """For each started feed whose kind the server refuses to list (not served, not allowed),
+        in start order, why (:attr:`KindFeed.list_error`): ``/healthz`` fails with these."""
+        with self._cond:
+            feeds = list(self._feeds.values())
+        return [e for f in feeds if (e := f.list_error) is not None]
 
     def observe(self, obj: Obj | None) -> None:
         """Put the result of our own write into its kind's feed (a private copy)."""

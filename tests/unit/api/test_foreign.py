@@ -40,6 +40,35 @@ def test_kai_fractional_gpu_quota_stays_exact() -> None:
     assert q["spec"]["resources"]["nvidia.com/gpu"] == {"quota": "0.5"}
 
 
+def test_kai_unlimited_quota_is_drasched_unlimited_and_negative_weight_is_zero() -> None:
+    # KAI: -1 is UnlimitedResourceQuantity (pkg/common/constants); a quota (deserved) of -1 is all
+    # the queue asks (pkg/scheduler/plugins/proportion/resource_division/resource_division.go), a
+    # limit of -1 no limit; a negative over-quota weight is floored to a share weight of 0.
+    out = translate([_kai_queue({"resources": {"gpu": {"quota": -1, "limit": -1, "overQuotaWeight": -1},
+                                               "cpu": {"quota": -1, "limit": 4000}}})])
+    assert out.kept[0]["spec"]["resources"] == {"nvidia.com/gpu": {"quota": "unlimited", "overQuotaWeight": 0},
+                                                "cpu": {"quota": "unlimited", "limit": "4000m"}}
+    assert out.warnings == ["scheduling.run.ai/v2 Queue team-a: spec.resources.gpu.overQuotaWeight: -1 gives the "
+                            "queue no over-quota share in KAI (its weight is floored to 0); 0 is used"]
+
+
+def test_kai_pod_group_preemptibility_becomes_its_label() -> None:
+    # KAI v2alpha2 PodGroup spec.preemptibility: preemptible | non-preemptible (else by priority).
+    def group(value: str) -> Obj:
+        return {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
+                "metadata": {"name": "pg", "namespace": "ml", "labels": {"team": "a"}},
+                "spec": {"minMember": 1, "queue": "team-a", "preemptibility": value}}
+    out = translate([group("non-preemptible")])
+    assert out.warnings == []
+    assert out.kept[0]["metadata"]["labels"] == {"team": "a", "kai.scheduler/preemptibility": "non-preemptible"}
+    assert "preemptibility" not in out.kept[0]["spec"]
+    out = translate([group("sometimes")])
+    assert out.warnings == ["scheduling.run.ai/v2alpha2 PodGroup ml/pg: spec.preemptibility: unknown value "
+                            "'sometimes' (known: preemptible, non-preemptible); ignored, its priority decides as "
+                            "in KAI"]
+    assert out.kept[0]["metadata"]["labels"] == {"team": "a"}
+
+
 def test_kai_fields_without_meaning_warn_naming_object_and_field() -> None:
     out = translate([_kai_queue({"displayName": "Team A", "resources": {"gpu": {"quota": -1}, "tpu": {"quota": 1}}}),
                      {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
@@ -47,8 +76,6 @@ def test_kai_fields_without_meaning_warn_naming_object_and_field() -> None:
                       "spec": {"minMember": 2, "queue": "team-a", "markUnschedulable": True,
                                "topologyConstraint": {"topology": "dc", "requiredTopologyLevel": "rack"}}}])
     assert out.warnings == [
-        "scheduling.run.ai/v2 Queue team-a: spec.resources.gpu.quota: -1 (unlimited) has no meaning here: a drasched "
-        "queue's quota is what it is guaranteed; none is set",
         "scheduling.run.ai/v2 Queue team-a: spec.resources.tpu has no meaning here (known: gpu, cpu, memory)",
         "scheduling.run.ai/v2 Queue team-a: spec.displayName has no meaning here (a display name); ignored",
         "scheduling.run.ai/v2alpha2 PodGroup ml/pg: spec.markUnschedulable has no meaning here (marking a group "

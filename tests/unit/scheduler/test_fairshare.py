@@ -96,3 +96,18 @@ def test_cpu_quotas_are_in_millicores() -> None:
     tree = build_queue_tree([queue("a", resources={"cpu": {"quota": "2"}}), queue("b")], lambda r: r)
     shares = fair_shares(tree, {"cpu": F(10_000)}, {"a": {"cpu": F(10_000)}, "b": {"cpu": F(10_000)}})
     assert shares["a"]["cpu"] == 6000 and shares["b"]["cpu"] == 4000  # 2 cores deserved, then 4 + 4
+
+
+def test_unlimited_quota_deserves_all_it_asks_within_its_limit() -> None:
+    # quota: unlimited (KAI's -1): deserved is the demand (here 6, and 3 under a limit of 3), before weights
+    unlimited = Member("a", 100, F(6), DimSettings(unlimited=True))
+    assert split_level(F(8), [unlimited, m("b", 8, weight=10)]) == [F(6), F(2)]
+    capped = Member("a", 100, F(6), DimSettings(limit=F(3), unlimited=True))
+    assert split_level(F(8), [capped, m("b", 8)]) == [F(3), F(5)]
+
+
+def test_quota_unlimited_is_read_from_a_queue() -> None:
+    tree = build_queue_tree([queue("a", resources={"nvidia.com/gpu": {"quota": "unlimited", "limit": "3"}})],
+                            lambda r: r)
+    settings = tree.queues["a"].settings("nvidia.com/gpu")
+    assert (settings.unlimited, settings.quota, settings.limit, tree.queues["a"].problems) == (True, None, F(3), [])

@@ -77,7 +77,7 @@ def team_config(**settings: Any) -> SchedulerConfig:
 @pytest.mark.parametrize(("plugins", "expected"), [
     ({"magic": {}}, "plugins.magic: unknown plugin"),
     ({"taintToleration": {"enabled": "no"}}, "plugins.taintToleration.enabled: must be true or false, got 'no'"),
-    ({"taintToleration": {"weight": 2}}, "plugins.taintToleration.weight: taintToleration does not score nodes"),
+    ({"nodeSelector": {"weight": 2}}, "plugins.nodeSelector.weight: nodeSelector does not score nodes"),
     ({"nodeOrder": {"weight": "heavy"}}, "plugins.nodeOrder.weight: must be a number >= 0, got 'heavy'"),
     ({"nodeOrder": {"resourceWeights": ["cpu"]}}, "plugins.nodeOrder.resourceWeights: must be a map"),
     ({"nodeOrder": {"resourceWeights": {"cpu": "x"}}}, "plugins.nodeOrder.resourceWeights.cpu: must be a number"),
@@ -134,7 +134,9 @@ def test_every_builtin_is_enabled_by_default_and_bound_to_its_extension_points()
     assert [f.name for f in profile.static_filters] == ["implicitGangGate", "nodeUnschedulable", "nodeAffinity",
                                                         "nodeSelector", "taintToleration"]
     assert [f.name for f in profile.row_filters] == ["podCount", "resourceFit"]
-    assert [s.name for s in profile.scorers] == ["nodeOrder"]
+    weights = {s.name: s.weight for s in profile.scorers}
+    assert {n: weights.get(n) for n in ("nodeAffinity", "taintToleration", "nodeOrder")} == {
+        "nodeAffinity": 2, "taintToleration": 3, "nodeOrder": 1}  # upstream's default weights
     assert profile.queue_order is not None and profile.queue_order.name == "fairShare"
     assert profile.claim_allocation is not None and profile.dra_extended and profile.topology
 

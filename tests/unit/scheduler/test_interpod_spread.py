@@ -1,4 +1,5 @@
-"""Topology spread constraints with ``whenUnsatisfiable: DoNotSchedule``: upstream PodTopologySpread's Filter.
+"""Topology spread constraints: upstream PodTopologySpread's Filter (``DoNotSchedule``), and that
+``ScheduleAnyway`` only scores (its Score: ``test_interpod_scoring.py``).
 
 Each test names the rule of kubernetes/kubernetes
 ``pkg/scheduler/framework/plugins/podtopologyspread/filtering.go`` (``calPreFilterState``,
@@ -143,11 +144,15 @@ def test_match_label_keys_narrow_the_selector_to_the_pods_revision() -> None:
     assert placed_nodes(r) == {"new": "n0"}  # v1 pods do not count for a v2 pod
 
 
-def test_schedule_anyway_constraints_do_not_filter() -> None:
+def test_schedule_anyway_constraints_score_but_do_not_filter() -> None:
+    """ScheduleAnyway only scores (podtopologyspread/scoring.go): the pods spread 2 and 2 while
+    both zones have room; once zone b (room for one pod) is full, the rest still run in zone a."""
     pods = [spread_pod(f"p{i}", "s", constraint(whenUnsatisfiable="ScheduleAnyway"), created=f"2026-01-01T00:00:0{i}Z")
             for i in range(4)]
     r = World([*nodes("a", "b"), *pods]).cycle()
-    assert set(placed_nodes(r).values()) == {"n0"}
+    assert zones_of(r, {"n0": "a", "n1": "b"}) == {"a": 2, "b": 2}
+    r = World([*nodes("a"), node("n1", {HOST: "n1", ZONE: "b"}, cpu="1"), *pods]).cycle()
+    assert zones_of(r, {"n0": "a", "n1": "b"}) == {"a": 3, "b": 1}
 
 
 def test_disabled_podtopologyspread_ignores_do_not_schedule() -> None:

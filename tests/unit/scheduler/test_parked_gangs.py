@@ -208,3 +208,27 @@ def test_a_pod_waiting_for_a_named_claim_is_tried_as_soon_as_the_claim_exists() 
     assert _tried(sched) == {"pod:default/p"}  # tried (no device publishes the class: it fails again)
     message = ctx.store.get(kinds.POD, "p", "default")["status"]["conditions"][0]["message"]
     assert "to be created" not in message
+
+
+def test_a_gang_waiting_for_a_pod_to_be_near_is_tried_when_pods_change() -> None:
+    """InterPodAffinity's events (upstream EventsToRegister: Pod Add/Update/Delete): a pod whose
+    required podAffinity no running pod satisfies yet is retried once a pod arrives, not only
+    when resources are freed or after 5 minutes; an unrelated gang stays parked meanwhile."""
+    ctx, _, sched = _cluster()
+    web = _pod("web", "0.5")
+    web["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    ctx.store.create(web)
+    n1 = ctx.store.get(kinds.NODE, "n1")
+    n1["metadata"]["labels"] = {"kubernetes.io/hostname": "n1"}
+    ctx.store.update(n1)  # a node change rebuilds the world: big is tried again too
+    sched.reconcile(ctx)
+    assert sched.last is not None and "pod:default/web" in sched.last.failed_gangs
+    sched.reconcile(ctx)
+    assert _tried(sched) == set()  # both parked
+    cache = _pod("cache", "0.5", node="n1")
+    cache["metadata"]["labels"] = {"app": "cache"}
+    ctx.store.create(cache)
+    sched.reconcile(ctx)
+    assert _tried(sched) == {"web"}  # big still waits for room
+    assert ctx.store.get(kinds.BIND_REQUEST, "web", "default")["spec"]["selectedNode"] == "n1"

@@ -17,8 +17,10 @@ from typing import Any
 
 from drasched.scheduler.actions.nominated import place_nominated
 from drasched.scheduler.actions.ordering import QueuePicker
-from drasched.scheduler.actions.task import place_task, task_needs
+from drasched.scheduler.actions.task import beyond_limit, place_task, task_needs
+from drasched.scheduler.messages import beyond_limit_message
 from drasched.scheduler.plugins.topology import Domain, domains, order_domains
+from drasched.scheduler.preemptibility import quota_bound
 from drasched.scheduler.session import Session, Statement
 from drasched.scheduler.snapshot import GroupInfo
 
@@ -32,6 +34,11 @@ def allocate(session: Session, shares: dict[str, dict[str, Fraction]]) -> None:
             continue
         if g.blocked is not None:
             _fail_all(session, g, g.blocked)
+            continue
+        beyond = beyond_limit(session, g)
+        if beyond is not None:  # not a wait for room: it never fits its queue's limit
+            session.beyond_limit.add(g.key)
+            _fail_all(session, g, beyond_limit_message(None if g.implicit else g.key, g.min_member, g.queue, *beyond))
             continue
         by_queue.setdefault(g.queue, []).append(g)
     order = session.profile.queue_order
@@ -69,6 +76,7 @@ class FailedGangs:
     serves (a special claim of its own), no stale BindRequest and no parse error; a gang has a
     shape only without a topology constraint, and only while every filter and scorer reads the
     pod through what its ``eq_key`` covers (the built-ins, or plugins that give a signature).
+    In a KAI queue the shape holds whether the gang is held to its quota (non-preemptible).
     """
 
     def __init__(self) -> None:
@@ -83,10 +91,10 @@ class FailedGangs:
         self._failures.clear()
 
     @staticmethod
-    def _head(g: GroupInfo) -> tuple[Any, ...] | None:
+    def _head(session: Session, g: GroupInfo) -> tuple[Any, ...] | None:
         if g.required_key is not None or g.preferred_key is not None:
             return None
-        return (g.queue, g.implicit, g.min_member, g.placed, len(g.pending))
+        return (g.queue, g.implicit, g.min_member, g.placed, len(g.pending), quota_bound(session, g))
 
     @staticmethod
     def _keys(session: Session, g: GroupInfo, n: int) -> tuple[str, ...] | None:
@@ -104,14 +112,14 @@ class FailedGangs:
         return tuple(keys)
 
     def note(self, session: Session, g: GroupInfo, failure: GangFailure) -> None:
-        head = self._head(g)
+        head = self._head(session, g)
         keys = self._keys(session, g, failure.tried) if head is not None else None
         if head is not None and keys is not None:
             self._failures.setdefault(head, []).append((keys, failure))
 
     def fail_like(self, session: Session, g: GroupInfo) -> bool:
         """Give ``g``'s pods the message of an equivalent gang that failed; False: none did."""
-        head = self._head(g) if self._failures else None
+        head = self._head(session, g) if self._failures else None
         seen = self._failures.get(head, ()) if head is not None else ()
         for keys, hit in seen:
             if self._keys(session, g, len(keys)) != keys:

@@ -47,10 +47,13 @@ class Fairness:
         return float(self.shares.get(queue, {}).get(dim, Fraction(0)))
 
     def deserved(self, queue: str, dim: str) -> float:
-        quota = self.session.snap.queues.queues[queue].settings(dim).quota
-        if quota is None:
+        settings = self.session.snap.queues.queues[queue].settings(dim)
+        requested = self.session.usage.of(REQUESTED, queue).get(dim, 0.0)
+        if settings.unlimited:  # all it asks, within its limit
+            return requested if settings.limit is None else min(float(settings.limit), requested)
+        if settings.quota is None:
             return 0.0
-        return min(float(quota), self.session.usage.of(REQUESTED, queue).get(dim, 0.0))
+        return min(float(settings.quota), requested)
 
     def fits_share(self, queue: str, demand: Mapping[str, float]) -> bool:
         """``queue`` stays within its fair share with ``demand`` added (every dimension asked)."""

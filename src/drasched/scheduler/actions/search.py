@@ -101,7 +101,7 @@ class Rule:
 
 def needed_tasks(session: Session, g: GroupInfo) -> list[PodInfo] | None:
     """The pods that would bring ``g`` to minMember, if evicting could help it at all."""
-    if not g.pending or g.blocked is not None:
+    if not g.pending or g.blocked is not None or g.key in session.beyond_limit:
         return None
     need = g.min_member - g.placed
     if need <= 0 or any(p.key in session.placements for p in g.pending):

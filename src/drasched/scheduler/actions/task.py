@@ -30,6 +30,7 @@ from drasched.scheduler.plugins.dra import MSG_DRA_DISABLED, device_plugin_nodes
 from drasched.scheduler.plugins.fit import RowNeed, class_reasons, fit_mask, fit_reasons
 from drasched.scheduler.plugins.predicates import StaticResult
 from drasched.scheduler.podinfo import PodInfo
+from drasched.scheduler.preemptibility import over_quota as non_preemptible_over_quota
 from drasched.scheduler.session import Session, Statement
 from drasched.scheduler.snapshot import GroupInfo
 
@@ -98,6 +99,51 @@ def over_limit(session: Session, queue: str, demand: Mapping[str, float]) -> tup
     return None
 
 
+def beyond_limit(session: Session, g: GroupInfo) -> tuple[str, str, float, float] | None:
+    """(queue, dimension, limit, need) when the gang's ``minMember`` pods need more of a
+    dimension than its queue's limit, or a parent queue's, allows: then it never fits there,
+    whatever else runs (KAI-Scheduler's ``OverLimit`` unschedulable reason,
+    pkg/apis/scheduling/v2alpha2/podgroup_types.go). None otherwise, or when no queue above it sets
+    a limit. The need is a lower bound: per dimension the ``minMember`` smallest pods, each with
+    its container requests and the claims it alone uses, plus the group's own claims once; a
+    claim shared by several pods counts nowhere (it may be one device for all)."""
+    tree = session.snap.queues
+    limited = [q for q in tree.ancestors(g.queue)
+               if any(s.limit is not None for s in tree.queues[q].resources.values())]
+    if not limited:
+        return None
+    snap = session.snap
+    members = [p for p in g.pods if not p.terminal and not p.deleting]
+    if not members:
+        return None
+    users: dict[str, int] = {}
+    group_claims: set[str] = set()
+    for p in members:
+        for c in snap.pod_claims.get(p.key, ()):
+            if c.key is None:
+                continue
+            if c.group:
+                group_claims.add(c.key)
+            else:
+                users[c.key] = users.get(c.key, 0) + 1
+    per_pod = [demand_with_claims(snap, p, [c.key for c in snap.pod_claims.get(p.key, ())
+                                            if c.key and not c.group and users.get(c.key) == 1]) for p in members]
+    shared: dict[str, float] = {}
+    for k in sorted(group_claims):
+        info = snap.claims.get(k)
+        for d, v in (info.demand if info is not None else {}).items():
+            shared[d] = shared.get(d, 0.0) + v
+    n = min(g.min_member, len(members))
+    for q in limited:
+        for d, s in sorted(tree.queues[q].resources.items()):
+            if s.limit is None:
+                continue
+            need = sum(sorted(dem.get(d, 0.0) for dem in per_pod)[:n]) + shared.get(d, 0.0)
+            if need > float(s.limit) + 1e-9:
+                return q, d, float(s.limit), need
+    return None
+
+
 def _reservation_problem(session: Session, c: PodClaim, consumer_uid: str) -> str | None:
     assert c.key is not None
     uids = {r.get("uid") for r in session.reservations(c.key)}
@@ -131,9 +177,13 @@ def place_task(session: Session, stmt: Statement, g: GroupInfo, t: PodInfo, mask
         if problem:
             return problem
     fresh = session.usage.new_claims(ALLOCATED, g.queue, [c.key for c in claims if c.key])
-    over = over_limit(session, g.queue, demand_with_claims(snap, t, fresh))
+    demand = demand_with_claims(snap, t, fresh)
+    over = over_limit(session, g.queue, demand)
     if over is not None:
         return queue_limit_message(snap.n_nodes, *over)
+    held_back = non_preemptible_over_quota(session, g, demand)
+    if held_back is not None:
+        return Diagnosis(snap.n_nodes, extra=[held_back]).message()
 
     container, classes = task_needs(session, t)
     state = PodState(session, t, container, classes, px, claims)

@@ -10,7 +10,11 @@ list per point, once per configuration, so a cycle's hot path calls plain lists.
 * :class:`Filter` (upstream Filter on cluster state): which nodes the pod fits on now, given
   what the session has already placed; ``reasons`` explains the nodes it rejects.
 * :class:`Scorer` (upstream Score + NormalizeScore): a raw score per candidate node, higher
-  is better; ``normalize`` maps them to 0..100 before the weights are applied.
+  is better; ``normalize`` maps them to 0..100 before the weights are applied. Two optional
+  methods: ``skips(state, candidates)`` (upstream PreScore returning Skip) says the scorer
+  would give every candidate the same score, so the profile leaves it out for that pod;
+  ``score_signature(pod)`` gives the pod fields the score reads that ``signature`` does not
+  cover (a plugin that is also a static filter), for the pod's ``eq_key``.
 * :class:`QueueOrder` (KAI's QueueOrderFn): which queue offers its next gang first;
   :class:`GangOrder` (KAI's JobOrderFn): which of a queue's gangs goes first.
 * :class:`ClaimAllocation` (upstream DynamicResources Reserve): allocates a pod's
@@ -98,6 +102,11 @@ class StaticFilter(Plugin, Protocol):
 
 @runtime_checkable
 class Filter(Plugin, Protocol):
+    """A dynamic filter. Optional, looked up by name: ``messages``, the texts its ``reasons``
+    count; a gang that failed with one of them is retried once an event of its ``events()``
+    arrives, as well as when resources are freed (upstream's queueing hints; see the
+    scheduler controller's parking)."""
+
     def filter(self, state: PodState, among: np.ndarray) -> np.ndarray:
         """The nodes of ``among`` (a boolean mask) where the pod fits now."""
         ...
@@ -109,6 +118,19 @@ class Filter(Plugin, Protocol):
 
 @runtime_checkable
 class Scorer(Plugin, Protocol):
+    """A scorer; ``weight`` 0 leaves it out of the node order (a filter of the same plugin still runs).
+
+    Optional, looked up by name (:class:`ScorerBase` has both):
+
+    * ``skips(state, candidates) -> bool``: True when every candidate would get the same score
+      for this pod (upstream PreScore returning Skip); the profile then leaves the scorer out,
+      and a lone remaining scorer orders the nodes by its raw scores (the cheap path). Called
+      for every pod placed: it must cost next to nothing when the scorer has nothing to say.
+    * ``score_signature(pod) -> Any``: the JSON-serialisable pod fields the score reads that
+      ``signature`` (a static filter's, already in the pod's memo keys) does not cover; they
+      enter the pod's ``eq_key`` (``None``: none), not its ``static_key``.
+    """
+
     weight: float
 
     def score(self, state: PodState, candidates: np.ndarray) -> np.ndarray:
@@ -116,7 +138,7 @@ class Scorer(Plugin, Protocol):
         ...
 
     def normalize(self, scores: np.ndarray) -> np.ndarray:
-        """Scores mapped to 0..100 (see :func:`min_max`)."""
+        """Scores mapped to 0..100 (see :func:`min_max`, :func:`default_normalize`)."""
         ...
 
 
@@ -158,11 +180,34 @@ def min_max(scores: np.ndarray) -> np.ndarray:
     return (scores - lo) * (100.0 / (hi - lo))
 
 
+MAX_NODE_SCORE = 100
+"""Upstream ``framework.MaxNodeScore``."""
+
+
+def default_normalize(scores: np.ndarray, reverse: bool = False) -> np.ndarray:
+    """Upstream ``helper.DefaultNormalizeScore(MaxNodeScore, reverse, scores)`` for non-negative
+    integer scores: ``100 * score // max`` (integer division, as upstream's int64), then
+    ``100 - that`` if ``reverse``; all zero: 0 (reverse: 100)."""
+    if scores.size == 0:
+        return np.zeros(0)
+    hi = int(scores.max())
+    if hi <= 0:
+        return np.full(scores.shape, float(MAX_NODE_SCORE) if reverse else 0.0)
+    out = (MAX_NODE_SCORE * scores.astype(np.int64)) // hi
+    if reverse:
+        out = MAX_NODE_SCORE - out
+    return out.astype(float)
+
+
 class ScorerBase:
-    """Default ``normalize`` for scorers."""
+    """Defaults for scorers: ``normalize`` by :func:`min_max` (order-preserving, so a lone
+    scorer's raw scores order the nodes), and ``skips`` never."""
 
     def normalize(self, scores: np.ndarray) -> np.ndarray:
         return min_max(scores)
+
+    def skips(self, state: PodState, candidates: np.ndarray) -> bool:
+        return False
 
 
 @runtime_checkable

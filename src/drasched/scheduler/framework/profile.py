@@ -22,6 +22,7 @@ from drasched.scheduler.framework.api import (
     QueueOrder,
     RowFilter,
     Scorer,
+    ScorerBase,
     StaticFilter,
     VictimFilter,
 )
@@ -51,19 +52,23 @@ class Profile:
         self.filters = [p for p in plugins if isinstance(p, Filter)]
         """Dynamic filters beyond the vector fit and the extended-resource routes (external ones)."""
         self.scorers = [p for p in plugins if isinstance(p, Scorer)]
+        self._scoring = [(s, getattr(s, "skips", None), _raw_orders(s)) for s in self.scorers if s.weight > 0]
+        """Scorers with a weight: each with its ``skips`` (if any), and whether its raw scores
+        order nodes as its normalised ones do (the default ``normalize``, :func:`min_max`)."""
         self.queue_order = next((p for p in plugins if isinstance(p, QueueOrder)), None)
         gang_order = next((p for p in plugins if isinstance(p, GangOrder)), None)
         self._gang_order = gang_order.gang_key if gang_order is not None else None
         self.victim_filters = [p for p in plugins if isinstance(p, VictimFilter)]
         self.topology = any(isinstance(p, Topology) for p in plugins)
         self._all_rows = {"podCount", "resourceFit"} <= {p.name for p in self.row_filters}
-        self._signed = [p for p in plugins if not isinstance(p, StaticFilter) and hasattr(p, "signature")]
+        self._signed = [p.signature for p in plugins if not isinstance(p, StaticFilter) and hasattr(p, "signature")]
+        self._signed += [p.score_signature for p in self.scorers if hasattr(p, "score_signature")]
 
     @staticmethod
     def from_config(config: SchedulerConfig) -> Profile:
         """Every built-in the configuration leaves enabled, then its external plugins."""
         settings = {s.name: s for s in config.plugins}
-        chosen = [settings.get(name, PluginSetting(name)) for name in BUILTINS]
+        chosen = [settings.get(name, PluginSetting(name, weight=spec.weight)) for name, spec in BUILTINS.items()]
         chosen += [s for s in config.plugins if s.name not in BUILTINS]
         enabled = [s for s in chosen if s.enabled and s.name not in config.disabled_plugins]
         return Profile([build(s, config.node_order) for s in enabled], [s.name for s in enabled])
@@ -75,7 +80,7 @@ class Profile:
         (equal: same scheduling requirements: requests, claims, and every plugin's signature)."""
         static = json.dumps([f.signature(pod) for f in self.static_filters], sort_keys=True,
                             separators=(",", ":"))
-        signed: list[Any] = [p.signature(pod) for p in self._signed]
+        signed: list[Any] = [sign(pod) for sign in self._signed]
         eq = json.dumps([static, sorted(pod.requests.items()),
                          [(e.name, e.claim_name, e.template_name) for e in pod.claim_entries], signed],
                         sort_keys=True, separators=(",", ":"))
@@ -93,16 +98,26 @@ class Profile:
         return [n for n in container if self.checks_row(n)]
 
     def order(self, state: PodState, candidates: np.ndarray) -> np.ndarray:
-        """Candidates best first: weighted sum of normalised scores, ties in node order."""
-        if len(candidates) <= 1 or not self.scorers:
+        """Candidates best first: weighted sum of normalised scores, ties in node order.
+
+        Scorers with weight 0, and those whose ``skips`` says they would score every candidate
+        alike, are left out; one left orders by its raw scores when its ``normalize`` keeps
+        their order (the default), without normalising.
+        """
+        if len(candidates) <= 1 or not self._scoring:
             return candidates
-        if len(self.scorers) == 1:
-            total = self.scorers[0].score(state, candidates)
+        active = [(s, raw) for s, skips, raw in self._scoring if skips is None or not skips(state, candidates)]
+        if not active:
+            return candidates
+        if len(active) == 1:
+            s, raw = active[0]
+            total = s.score(state, candidates)
+            if not raw:
+                total = s.normalize(total)
         else:
             total = np.zeros(len(candidates))
-            for s in self.scorers:
-                if s.weight > 0:
-                    total += s.weight * s.normalize(s.score(state, candidates))
+            for s, _ in active:
+                total += s.weight * s.normalize(s.score(state, candidates))
         return candidates[np.argsort(-total, kind="stable")]
 
     # ------------------------------------------------------------------ queue
@@ -112,10 +127,21 @@ class Profile:
         first = self._gang_order(group) if self._gang_order is not None else ()
         return (*first, group.created, group.key)
 
+    def messages_requeued_on(self, kind: str) -> tuple[str, ...]:
+        """The ``messages`` of the filters that name an event on ``kind`` among their ``events()``:
+        a gang rejected with one of them may fit after such an event, not only once resources are freed."""
+        return tuple(m for p in self.filters if any(e.kind == kind for e in p.events())
+                     for m in getattr(p, "messages", ()))
+
     def requeue_events(self, names: Iterable[str] | None = None) -> frozenset[ClusterEvent]:
         """The events after which a pod rejected by the named plugins (all: ``None``) may fit."""
         chosen = self.by_name.values() if names is None else [self.by_name[n] for n in names if n in self.by_name]
         return frozenset(e for p in chosen for e in p.events())
+
+
+def _raw_orders(scorer: Scorer) -> bool:
+    """Whether ``scorer``'s ``normalize`` is :class:`ScorerBase`'s (:func:`min_max`: it keeps the order)."""
+    return getattr(type(scorer), "normalize", None) is ScorerBase.normalize
 
 
 _DEFAULT: Profile | None = None

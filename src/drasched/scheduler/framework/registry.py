@@ -88,26 +88,32 @@ class PluginSpec:
     args: Mapping[str, Arg] = field(default_factory=lambda: MappingProxyType({}))
     scores: bool = False
     """Whether it is a scorer (only then does ``weight`` mean something)."""
+    weight: float = 1.0
+    """The weight of its scores when the configuration gives none."""
 
 
 BUILTINS: Mapping[str, PluginSpec] = MappingProxyType({
     "implicitGangGate": PluginSpec(lambda c: ImplicitGangGate()),
     "nodeUnschedulable": PluginSpec(lambda c: NodeUnschedulable()),
-    "nodeAffinity": PluginSpec(lambda c: NodeAffinity()),
+    "nodeAffinity": PluginSpec(lambda c: NodeAffinity(c.weight), scores=True, weight=2.0),
     "nodeSelector": PluginSpec(lambda c: NodeSelector()),
-    "taintToleration": PluginSpec(lambda c: TaintToleration()),
+    "taintToleration": PluginSpec(lambda c: TaintToleration(c.weight), scores=True, weight=3.0),
     "podCount": PluginSpec(lambda c: PodCount()),
     "resourceFit": PluginSpec(lambda c: ResourceFit()),
     "extendedResources": PluginSpec(lambda c: ExtendedResources()),
-    "podTopologySpread": PluginSpec(lambda c: PodTopologySpread()),
-    "interPodAffinity": PluginSpec(lambda c: InterPodAffinity()),
+    "podTopologySpread": PluginSpec(lambda c: PodTopologySpread(c.weight), scores=True, weight=2.0),
+    "interPodAffinity": PluginSpec(lambda c: InterPodAffinity(c.weight), scores=True, weight=2.0),
     "dra": PluginSpec(lambda c: DynamicResources()),
     "nodeOrder": PluginSpec(lambda c: NodeOrder(c.node_order, c.weight), {"resourceWeights": WEIGHTS}, scores=True),
     "topology": PluginSpec(lambda c: Topology()),
     "fairShare": PluginSpec(lambda c: FairShare()),
     "gangPriority": PluginSpec(lambda c: GangPriority()),
 })
-"""Built-in plugins, all enabled by default, in the order their extension points run them."""
+"""Built-in plugins, all enabled by default, in the order their extension points run them.
+
+Default weights are upstream's (``pkg/scheduler/apis/config/v1/default_plugins.go``):
+NodeAffinity 2, TaintToleration 3, PodTopologySpread 2, InterPodAffinity 2; ``nodeOrder``
+(upstream NodeResourcesFit) 1."""
 
 _SETTING_KEYS = ("enabled", "weight", "module")
 
@@ -221,7 +227,7 @@ def _parse_one(name: str, entry: dict[Any, Any], where: str, errors: list[str],
     enabled = entry.get("enabled", True)
     if not BOOL.valid(enabled):
         errors.append(f"{where}.enabled: must be {BOOL.expected}, got {enabled!r}")
-    weight = entry.get("weight", 1.0)
+    weight = entry.get("weight", spec.weight)
     if "weight" in entry and not spec.scores:
         errors.append(f"{where}.weight: {name} does not score nodes, a weight means nothing to it")
     elif not NUMBER.valid(weight):

@@ -15,8 +15,15 @@ As ``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go`` decides, pe
 NodeInfo counts them) and the pods this cycle already placed. A term selects by
 ``labelSelector`` (absent: nothing) and ``namespaces`` / ``namespaceSelector`` (neither: the
 term owner's namespace; ``{}``: every namespace), with ``matchLabelKeys`` /
-``mismatchLabelKeys`` merged from the owner's labels. Preferred terms only score upstream and
-are left out. Evictions the cycle's victim search simulates do not lift an evictee's terms.
+``mismatchLabelKeys`` merged from the owner's labels. Evictions the cycle's victim search
+simulates do not lift an evictee's terms.
+
+Its Score (``scoring.go``): per topology domain, the weights of the pod's preferred affinity
+terms matched by pods there, minus those of its preferred anti-affinity terms; plus what the
+pods there give it through their own terms (preferred affinity +weight, preferred
+anti-affinity -weight, required affinity +1, ``hardPodAffinityWeight``); a node scores the sum
+over its domains, normalised min-max to 0..100 (``NormalizeScore``). Skipped (PreScore
+``Skip``) when nothing scores: no preferred term of its own and no pod whose terms match it.
 """
 
 from __future__ import annotations
@@ -27,8 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from drasched.scheduler.framework.api import ADD, DELETE, UPDATE, ClusterEvent, PodState
+from drasched.scheduler.framework.api import ADD, DELETE, MAX_NODE_SCORE, UPDATE, ClusterEvent, PodState
 from drasched.scheduler.plugins.podindex import (
+    PREFERRED,
     Counter,
     CycleIndex,
     Term,
@@ -36,6 +44,7 @@ from drasched.scheduler.plugins.podindex import (
     count_first_failures,
     cycle_index,
     pod_labels,
+    preferences_of,
     required_terms,
 )
 from drasched.scheduler.podinfo import PodInfo
@@ -53,6 +62,10 @@ class InterPodAffinity:
     """
 
     name = "interPodAffinity"
+    messages = (MSG_AFFINITY, MSG_ANTI_AFFINITY, MSG_EXISTING_ANTI_AFFINITY)
+
+    def __init__(self, weight: float = 2.0) -> None:
+        self.weight = weight
 
     def events(self) -> tuple[ClusterEvent, ...]:
         # upstream EventsToRegister: pods added, relabelled or deleted; nodes added or relabelled
@@ -83,6 +96,65 @@ class InterPodAffinity:
         if bad is None:
             return np.zeros_like(among)
         return count_first_failures(among, bad, (MSG_AFFINITY, MSG_ANTI_AFFINITY, MSG_EXISTING_ANTI_AFFINITY), into)
+
+    # ------------------------------------------------------------------ score
+
+    def score_signature(self, pod: PodInfo) -> Any:
+        """The pod's preferred terms, with its namespace and labels (others' terms read them);
+        ``None`` without preferred terms (the labels then only weigh in the node order)."""
+        affinity = (pod.obj.get("spec") or {}).get("affinity") or {}
+        preferred = [(affinity.get(k) or {}).get(PREFERRED) for k in ("podAffinity", "podAntiAffinity")]
+        if not any(preferred):
+            return None
+        return [pod.namespace, dict(pod_labels(pod)), preferred]
+
+    def skips(self, state: PodState, candidates: np.ndarray) -> bool:
+        prefs = preferences_of(state.pod)
+        if prefs.affinity or prefs.anti:
+            return False
+        snap = state.session.snap
+        if not snap.affinity_scoring and not cycle_index(state.session).placed_scoring:
+            return True
+        return not self._topology_score(state)
+
+    def score(self, state: PodState, candidates: np.ndarray) -> np.ndarray:
+        topology = self._topology_score(state)
+        out = np.zeros(len(candidates))
+        if not topology:
+            return out
+        idx = cycle_index(state.session)
+        for key, per_domain in topology.items():
+            codes, values = idx.domains(key)
+            table = np.zeros(len(values) + 1)
+            for code, v in per_domain.items():
+                table[code] = v
+            out += table[codes[candidates]]  # a node without the key: the trailing 0
+        return out
+
+    def normalize(self, scores: np.ndarray) -> np.ndarray:
+        """Upstream ``NormalizeScore``: min-max to 0..100, truncated to whole numbers."""
+        if scores.size == 0:
+            return scores
+        lo, hi = float(scores.min()), float(scores.max())
+        if hi == lo:
+            return np.zeros_like(scores, dtype=float)
+        return np.trunc(MAX_NODE_SCORE * (scores - lo) / (hi - lo))
+
+    def _topology_score(self, state: PodState) -> dict[str, dict[int, int]]:
+        """Per topology key and domain, the pod's score there (upstream ``preScoreState.topologyScore``)."""
+        pod = state.pod
+        idx = cycle_index(state.session)
+        prefs = preferences_of(pod)
+        out = {k: dict(v) for k, v in idx.scored_by_others(pod).items()}
+        for sign, weighted in ((1, prefs.affinity), (-1, prefs.anti)):
+            for w, t in weighted:
+                per_node = idx.counter("any:" + t.ident, partial(_term_counter, idx, t))
+                counts = idx.domain_counts(t.key, per_node)
+                _, values = idx.domains(t.key)
+                per_key = out.setdefault(t.key, {})
+                for code in np.flatnonzero(counts[:len(values)]):
+                    per_key[int(code)] = per_key.get(int(code), 0) + sign * w * int(counts[code])
+        return {k: v for k, v in out.items() if any(v.values())}
 
     # ------------------------------------------------------------------ per attempt
 

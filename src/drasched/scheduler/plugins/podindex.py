@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 
 Obj = dict[str, Any]
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+HARD_POD_AFFINITY_WEIGHT = 1
+"""Upstream InterPodAffinityArgs ``hardPodAffinityWeight`` default."""
 _EMPTY: dict[str, str] = {}
 
 
@@ -160,29 +163,43 @@ class Term:
         return self.namespace_ok(pod.namespace, ns_labels) and self.selector.matches(pod_labels(pod))
 
 
+def _parse_term(pod: PodInfo, raw: Obj, labels: Mapping[str, str]) -> Term:
+    names = [str(n) for n in raw.get("namespaces") or ()]
+    raw_ns = raw.get("namespaceSelector")
+    ns_selector = Selector(raw_ns) if raw_ns is not None else None
+    namespaces = frozenset(names) if names or ns_selector is not None else frozenset((pod.namespace,))
+    selector = Selector(raw.get("labelSelector"),
+                        label_keys(labels, raw.get("matchLabelKeys"), raw.get("mismatchLabelKeys")))
+    ident = json.dumps([sorted(namespaces), ns_selector.ident if ns_selector else None, selector.ident],
+                       separators=(",", ":"))
+    return Term(namespaces, ns_selector, selector, str(raw.get("topologyKey", "")), ident)
+
+
 def parse_terms(pod: PodInfo, kind: str) -> tuple[Term, ...]:
     """The pod's required ``kind`` (podAffinity / podAntiAffinity) terms."""
-    out = []
     labels = pod_labels(pod)
-    for raw in required_terms(pod, kind):
-        if not isinstance(raw, dict):
+    return tuple(_parse_term(pod, raw, labels) for raw in required_terms(pod, kind) if isinstance(raw, dict))
+
+
+def parse_weighted(pod: PodInfo, kind: str) -> tuple[tuple[int, Term], ...]:
+    """The pod's preferred ``kind`` terms with their weights (upstream ``WeightedAffinityTerm``)."""
+    affinity = _spec(pod).get("affinity")
+    if not affinity:
+        return ()
+    labels = pod_labels(pod)
+    out = []
+    for raw in (affinity.get(kind) or {}).get(PREFERRED) or ():
+        if not isinstance(raw, dict) or not isinstance(raw.get("podAffinityTerm"), dict):
             continue
-        names = [str(n) for n in raw.get("namespaces") or ()]
-        raw_ns = raw.get("namespaceSelector")
-        ns_selector = Selector(raw_ns) if raw_ns is not None else None
-        namespaces = frozenset(names) if names or ns_selector is not None else frozenset((pod.namespace,))
-        selector = Selector(raw.get("labelSelector"),
-                            label_keys(labels, raw.get("matchLabelKeys"), raw.get("mismatchLabelKeys")))
-        ident = json.dumps([sorted(namespaces), ns_selector.ident if ns_selector else None, selector.ident],
-                           separators=(",", ":"))
-        out.append(Term(namespaces, ns_selector, selector, str(raw.get("topologyKey", "")), ident))
+        weight = int(raw.get("weight") or 0)
+        if weight:
+            out.append((weight, _parse_term(pod, raw["podAffinityTerm"], labels)))
     return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
 class Spread:
-    """One ``whenUnsatisfiable: DoNotSchedule`` topology spread constraint (upstream
-    ``podtopologyspread.topologySpreadConstraint``)."""
+    """One topology spread constraint (upstream ``podtopologyspread.topologySpreadConstraint``)."""
 
     max_skew: int
     key: str
@@ -192,12 +209,12 @@ class Spread:
     honor_taints: bool
 
 
-def parse_spread(pod: PodInfo) -> tuple[Spread, ...]:
-    """The pod's DoNotSchedule constraints (upstream ``filterTopologySpreadConstraints``)."""
+def parse_spread(pod: PodInfo, when: str = "DoNotSchedule") -> tuple[Spread, ...]:
+    """The pod's constraints with ``whenUnsatisfiable: when`` (upstream ``filterTopologySpreadConstraints``)."""
     out = []
     labels = pod_labels(pod)
     for c in _spec(pod).get("topologySpreadConstraints") or ():
-        if not isinstance(c, dict) or c.get("whenUnsatisfiable") != "DoNotSchedule":
+        if not isinstance(c, dict) or c.get("whenUnsatisfiable") != when:
             continue
         selector = Selector(c.get("labelSelector"), label_keys(labels, c.get("matchLabelKeys")))
         out.append(Spread(int(c.get("maxSkew") or 1), str(c.get("topologyKey", "")), selector,
@@ -228,6 +245,48 @@ def parse_constraints(pod: PodInfo) -> Constraints:
         return _NONE
     c = Constraints(parse_terms(pod, "podAffinity"), parse_terms(pod, "podAntiAffinity"), parse_spread(pod))
     return c if c.any else _NONE
+
+
+@dataclass(frozen=True, slots=True)
+class Preferences:
+    """What the two plugins' scores read of one pod, parsed once per pod version."""
+
+    affinity: tuple[tuple[int, Term], ...]
+    anti: tuple[tuple[int, Term], ...]
+    required_affinity: tuple[Term, ...]
+    """Its required podAffinity terms: they score for pods they match (upstream ``hardPodAffinityWeight``)."""
+    soft_spread: tuple[Spread, ...]
+    """``whenUnsatisfiable: ScheduleAnyway`` constraints."""
+
+    @property
+    def any(self) -> bool:
+        return bool(self.affinity or self.anti or self.required_affinity or self.soft_spread)
+
+    @property
+    def scores_others(self) -> bool:
+        """Whether the pod's terms score other pods' nodes (upstream ``PodsWithAffinity``)."""
+        return bool(self.affinity or self.anti or self.required_affinity)
+
+
+_NO_PREFERENCES = Preferences((), (), (), ())
+
+
+def parse_preferences(pod: PodInfo) -> Preferences:
+    spec = _spec(pod)
+    affinity = spec.get("affinity")
+    if not (affinity and (affinity.get("podAffinity") or affinity.get("podAntiAffinity"))) \
+            and not spec.get("topologySpreadConstraints"):
+        return _NO_PREFERENCES
+    p = Preferences(parse_weighted(pod, "podAffinity"), parse_weighted(pod, "podAntiAffinity"),
+                    parse_terms(pod, "podAffinity"), parse_spread(pod, "ScheduleAnyway"))
+    return p if p.any else _NO_PREFERENCES
+
+
+def scores_others(pod: PodInfo) -> bool:
+    """Whether the pod has terms that score nodes for other pods (the builder keeps such pods)."""
+    affinity = _spec(pod).get("affinity")
+    return bool(affinity and (affinity.get("podAffinity") or affinity.get("podAntiAffinity"))
+                and preferences_of(pod).scores_others)
 
 
 # ---------------------------------------------------------------------- counters
@@ -303,6 +362,9 @@ class CycleIndex:
         self._serial = 0
         self.placed_anti: dict[int, tuple[PodInfo, int, tuple[Term, ...]]] = {}
         """Log serial -> placed pod with required anti-affinity, its node, its terms."""
+        self.placed_scoring: dict[int, tuple[PodInfo, int]] = {}
+        """Log serial -> placed pod whose terms score other pods' nodes (:func:`scores_others`), its node."""
+        self._scored_by_others: dict[str, dict[str, dict[int, int]]] = {}
         self.table = snap.pod_table if snap.pod_table is not None else PodTable(snap.pods, snap.on_node)
         """The existing pods by namespace and label (kept by the snapshot builder across cycles)."""
         self._counters: dict[str, Counter] = {}
@@ -317,12 +379,15 @@ class CycleIndex:
         log = self.log
         while log and placements.get(log[-1].pod.key) is not log[-1]:
             log.pop()
-            self.placed_anti.pop(self.serials.pop(), None)
+            serial = self.serials.pop()
+            self.placed_anti.pop(serial, None)
+            self.placed_scoring.pop(serial, None)
         new = len(placements) - len(log)
         if new < 0:  # not a rollback of the latest placements: start over
             log.clear()
             self.serials.clear()
             self.placed_anti.clear()
+            self.placed_scoring.clear()
             new = len(placements)
         if new == 0:
             return
@@ -335,6 +400,8 @@ class CycleIndex:
             anti = constraints_of(pl.pod).anti
             if anti:
                 self.placed_anti[self._serial] = (pl.pod, pl.node, anti)
+            if scores_others(pl.pod):
+                self.placed_scoring[self._serial] = (pl.pod, pl.node)
 
     # ------------------------------------------------------------------ existing pods
 
@@ -445,6 +512,39 @@ class CycleIndex:
                         out.setdefault(term.key, set()).add(int(codes[j]))
         return out
 
+    def scored_by_others(self, pod: PodInfo) -> dict[str, dict[int, int]]:
+        """Per topology key and domain, what other pods' terms give ``pod`` there (upstream
+        ``processExistingPod``'s second half): their preferred affinity terms matching it +weight,
+        preferred anti-affinity -weight, required affinity +``HARD_POD_AFFINITY_WEIGHT``; the
+        pods this session placed included."""
+        memo = json.dumps([pod.namespace, sorted(pod_labels(pod).items())], separators=(",", ":"))
+        base = self._scored_by_others.get(memo)
+        if base is None:
+            base = {}
+            snap = self.snap
+            for q in snap.affinity_scoring.values():
+                j = counted_node(q, snap.assumed, snap.node_pos)
+                if j is not None:
+                    self._add_scores_of(q, j, pod, base)
+            self._scored_by_others[memo] = base
+        if not self.placed_scoring:
+            return base
+        out = {k: dict(v) for k, v in base.items()}
+        for q, j in self.placed_scoring.values():
+            self._add_scores_of(q, j, pod, out)
+        return out
+
+    def _add_scores_of(self, q: PodInfo, j: int, pod: PodInfo, into: dict[str, dict[int, int]]) -> None:
+        prefs = preferences_of(q)
+        weighted = [*prefs.affinity, *((-w, t) for w, t in prefs.anti),
+                    *((HARD_POD_AFFINITY_WEIGHT, t) for t in prefs.required_affinity)]
+        for w, t in weighted:
+            if t.matches(pod, self.ns_labels):
+                code = int(self.domains(t.key)[0][j])
+                if code >= 0:
+                    per_key = into.setdefault(t.key, {})
+                    per_key[code] = per_key.get(code, 0) + w
+
     def _existing(self) -> list[tuple[Term, np.ndarray]]:
         """The existing pods' anti-affinity terms, grouped: each distinct term with its pods' nodes."""
         if self._existing_anti is None:
@@ -483,6 +583,24 @@ def constraints_of(pod: PodInfo) -> Constraints:
             _parsed.clear()
         _parsed[pod.key] = (pod, c)
     return c
+
+
+_preferences: dict[str, tuple[PodInfo, Preferences]] = {}
+
+
+def preferences_of(pod: PodInfo) -> Preferences:
+    """The pod's preferences, parsed once per pod version (memo by key, checked by identity)."""
+    hit = _preferences.get(pod.key)
+    if hit is not None and hit[0] is pod:
+        return hit[1]
+    p = parse_preferences(pod)
+    if p is _NO_PREFERENCES:
+        return p
+    with _parsed_lock:
+        if len(_preferences) > 200_000:
+            _preferences.clear()
+        _preferences[pod.key] = (pod, p)
+    return p
 
 
 def cycle_index(session: Session) -> CycleIndex:
