@@ -112,9 +112,8 @@ class InterPodAffinity:
         prefs = preferences_of(state.pod)
         if prefs.affinity or prefs.anti:
             return False
-        snap = state.session.snap
-        if not snap.affinity_scoring and not cycle_index(state.session).placed_scoring:
-            return True
+        if not state.session.snap.affinity_scoring:
+            return True  # no pod, placed or pending, has terms that score others
         return not self._topology_score(state)
 
     def score(self, state: PodState, candidates: np.ndarray) -> np.ndarray:
