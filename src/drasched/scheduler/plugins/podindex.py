@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 import numpy as np
@@ -43,6 +43,7 @@ PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 HARD_POD_AFFINITY_WEIGHT = 1
 """Upstream InterPodAffinityArgs ``hardPodAffinityWeight`` default."""
 _EMPTY: dict[str, str] = {}
+T = TypeVar("T")
 
 
 def pod_labels(pod: PodInfo) -> Mapping[str, str]:
@@ -570,37 +571,33 @@ _parsed_lock = threading.Lock()
 _local = threading.local()
 
 
-def constraints_of(pod: PodInfo) -> Constraints:
-    """The pod's constraints, parsed once per pod version (memo by key, checked by identity)."""
-    hit = _parsed.get(pod.key)
+def _per_version(memo: dict[str, tuple[PodInfo, Any]], pod: PodInfo, parse: Callable[[PodInfo], T], none: T) -> T:
+    """``parse(pod)`` once per pod version (memo by key, checked by identity); ``none`` (the
+    parse of a pod without such fields) is not kept: cheap to read again, no entry holding the pod."""
+    hit = memo.get(pod.key)
     if hit is not None and hit[0] is pod:
         return hit[1]
-    c = parse_constraints(pod)
-    if c is _NONE:
-        return c  # cheap to read again: no memo entry holding the pod
+    parsed = parse(pod)
+    if parsed is none:
+        return parsed
     with _parsed_lock:
-        if len(_parsed) > 200_000:
-            _parsed.clear()
-        _parsed[pod.key] = (pod, c)
-    return c
+        if len(memo) > 200_000:
+            memo.clear()
+        memo[pod.key] = (pod, parsed)
+    return parsed
+
+
+def constraints_of(pod: PodInfo) -> Constraints:
+    """The pod's constraints, parsed once per pod version."""
+    return _per_version(_parsed, pod, parse_constraints, _NONE)
 
 
 _preferences: dict[str, tuple[PodInfo, Preferences]] = {}
 
 
 def preferences_of(pod: PodInfo) -> Preferences:
-    """The pod's preferences, parsed once per pod version (memo by key, checked by identity)."""
-    hit = _preferences.get(pod.key)
-    if hit is not None and hit[0] is pod:
-        return hit[1]
-    p = parse_preferences(pod)
-    if p is _NO_PREFERENCES:
-        return p
-    with _parsed_lock:
-        if len(_preferences) > 200_000:
-            _preferences.clear()
-        _preferences[pod.key] = (pod, p)
-    return p
+    """The pod's preferences, parsed once per pod version."""
+    return _per_version(_preferences, pod, parse_preferences, _NO_PREFERENCES)
 
 
 def cycle_index(session: Session) -> CycleIndex:

@@ -229,7 +229,33 @@ def term_mask(term: NodeSelectorTerm, nodes: Sequence[NodeInfo]) -> np.ndarray:
     return np.fromiter(map(verdict.__getitem__, values), dtype=bool, count=len(nodes))
 
 
-class NodeAffinity:
+class _VectorScore:
+    """The scoring half shared by :class:`NodeAffinity` and :class:`TaintToleration`: a raw
+    score per node, one vector per pod signature (``_vector``: the vector and whether any
+    entry is non-zero, ``None`` when the pod has nothing to score); ``skips`` (upstream PreScore's
+    Skip) when it is absent or alike on every candidate, and hands its vector to ``score``."""
+
+    _last: tuple[PodState, np.ndarray] | None = None
+
+    def _vector(self, state: PodState) -> tuple[np.ndarray, bool] | None:
+        raise NotImplementedError
+
+    def skips(self, state: PodState, candidates: np.ndarray) -> bool:
+        hit = self._vector(state)
+        if hit is None or _alike(*hit, candidates):
+            return True
+        self._last = (state, hit[0])
+        return False
+
+    def score(self, state: PodState, candidates: np.ndarray) -> np.ndarray:
+        last, self._last = self._last, None  # (not kept: it holds the session)
+        if last is not None and last[0] is state:
+            return last[1][candidates]
+        hit = self._vector(state)
+        return np.zeros(len(candidates), dtype=np.int64) if hit is None else hit[0][candidates]
+
+
+class NodeAffinity(_VectorScore):
     """Upstream NodeAffinity: required terms filter, preferred terms score.
 
     Disabled: node affinity is ignored, required and preferred. Weight 0: preferred terms are
@@ -241,7 +267,6 @@ class NodeAffinity:
     def __init__(self, weight: float = 2.0) -> None:
         self.weight = weight
         self._vectors = NodeVectors()
-        self._last: tuple[PodState, np.ndarray] | None = None
 
     def events(self) -> tuple[ClusterEvent, ...]:
         return _NODE_CHANGED
@@ -270,21 +295,6 @@ class NodeAffinity:
         key = json.dumps(terms, sort_keys=True, separators=(",", ":"))
         return self._vectors.vector(state.session.snap.nodes, key,
                                     lambda nodes, _: preferred_affinity_scores(nodes, terms))
-
-    def skips(self, state: PodState, candidates: np.ndarray) -> bool:
-        """Upstream PreScore's Skip (no preferred terms), or every candidate matching the same terms."""
-        hit = self._vector(state)
-        if hit is None or _alike(*hit, candidates):
-            return True
-        self._last = (state, hit[0])
-        return False
-
-    def score(self, state: PodState, candidates: np.ndarray) -> np.ndarray:
-        last, self._last = self._last, None  # (not kept: it holds the session)
-        if last is not None and last[0] is state:
-            return last[1][candidates]
-        hit = self._vector(state)
-        return np.zeros(len(candidates), dtype=np.int64) if hit is None else hit[0][candidates]
 
     def normalize(self, scores: np.ndarray) -> np.ndarray:
         return default_normalize(scores)
@@ -337,7 +347,7 @@ def intolerable_counts(n_nodes: int, tainted: Sequence[tuple[int, tuple[Obj, ...
     return out
 
 
-class TaintToleration:
+class TaintToleration(_VectorScore):
     """Upstream TaintToleration: NoSchedule and NoExecute taints filter, PreferNoSchedule ones score.
 
     Disabled: taints are ignored, all three effects. Weight 0: PreferNoSchedule taints are
@@ -349,7 +359,6 @@ class TaintToleration:
     def __init__(self, weight: float = 3.0) -> None:
         self.weight = weight
         self._vectors = NodeVectors(prefer_no_schedule_taints)
-        self._last: tuple[PodState, np.ndarray] | None = None
 
     def events(self) -> tuple[ClusterEvent, ...]:
         return _NODE_CHANGED
@@ -379,21 +388,6 @@ class TaintToleration:
         tolerations = prefer_no_schedule_tolerations(state.pod.tolerations)
         key = json.dumps(tolerations, sort_keys=True, separators=(",", ":")) if tolerations else ""
         return self._vectors.vector(nodes, key, lambda ns, t: intolerable_counts(len(ns), t, tolerations))
-
-    def skips(self, state: PodState, candidates: np.ndarray) -> bool:
-        """No PreferNoSchedule taint on any node, or every candidate with as many the pod does not tolerate."""
-        hit = self._vector(state)
-        if hit is None or _alike(*hit, candidates):
-            return True
-        self._last = (state, hit[0])
-        return False
-
-    def score(self, state: PodState, candidates: np.ndarray) -> np.ndarray:
-        last, self._last = self._last, None  # (not kept: it holds the session)
-        if last is not None and last[0] is state:
-            return last[1][candidates]
-        hit = self._vector(state)
-        return np.zeros(len(candidates), dtype=np.int64) if hit is None else hit[0][candidates]
 
     def normalize(self, scores: np.ndarray) -> np.ndarray:
         return default_normalize(scores, reverse=True)  # fewer intolerable taints is better
