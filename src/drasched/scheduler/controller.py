@@ -215,6 +215,8 @@ class SchedulerController:
         self._awaiting: dict[str, frozenset[str]] = {}
         """Parked gang key -> the claims its pods waited for to be created: the first of them to
         arrive brings it back (upstream's claim Add event hint), though the pods did not change."""
+        self._status_due: set[str] | None = None
+        """Groups changed since their PodGroup statuses were last looked at (``None``: any)."""
         self._pod_waits: dict[str, int] = {}
         """Parked gang -> the builder's ``pod_changes`` when it failed for other pods (inter-pod
         affinity, topology spread: a filter whose ``events()`` name Pod): a pod change retries it."""
@@ -244,14 +246,15 @@ class SchedulerController:
         report_problems(ctx, self.name, self.cache.take_problems())
         self._load_config(ctx)
         snap = self.builder.build(self.cache, self.bind_backoff, now)
+        self._note_touched(snap)
         self._report_shadowed_classes(ctx, snap)
         if self.idle_cycle_period is not None and not due and not cycle_due and self._last_cycle is not None \
                 and not self.builder.has_pending():
             next_cycle = self._last_cycle + timedelta(seconds=self.idle_cycle_period)
-            if now < next_cycle:  # nothing to place: only queue statuses would change
+            if now < next_cycle:  # nothing to place: only queue statuses would change, and PodGroups'
                 self._refresh_at = next_cycle
                 ctx.wake_at(next_cycle)
-                return False
+                return self._write_group_statuses(ctx, snap, CycleResult())
         self._refresh_at, self._last_cycle, self._cycle_due = None, now, None
         if due:
             self._parked.clear()  # a minRuntime or a backoff ended: victims or room may be there now
@@ -377,7 +380,9 @@ class SchedulerController:
             self._awaiting.pop(key, None)
             self._pod_waits.pop(key, None)
             pod_rules = snap.profile.messages_requeued_on("Pod")
-            if pod_rules and any(m in messages.get(p.key, "") for p in snap.groups[key].pending for m in pod_rules):
+            # every message of the cycle: a condition written before and unchanged is not in ``messages``
+            if pod_rules and any(m in result.unschedulable.get(p.key, "") for p in snap.groups[key].pending
+                                 for m in pod_rules):
                 self._pod_waits[key] = snap.pod_changes
             failures = self._failures[key] = self._failures.get(key, 0) + 1
             backoff = min(GANG_BACKOFF_INITIAL * 2 ** (failures - 1), GANG_BACKOFF_MAX) if self.gang_backoff else 0.0
@@ -469,8 +474,7 @@ class SchedulerController:
                 wrote = True
             except ApiError as exc:  # Conflict: a fresher cycle rewrites it
                 ctx.decide(self.name, "error", queue, f"cannot write queue status: {exc.message}")
-        statuses = self._pod_group_statuses(snap, result, format_time(ctx.now()))
-        wrote |= any(self._each(lambda job: self._write_group_status(ctx, *job), statuses))
+        wrote |= self._write_group_statuses(ctx, snap, result)
         if result.create_default_queue:
             try:
                 store.create({"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "Queue",
@@ -481,13 +485,26 @@ class SchedulerController:
         wrote |= self._group_events(ctx, snap, result)
         return wrote
 
+    def _note_touched(self, snap: Snapshot) -> None:
+        """Keep the groups each build changed until their PodGroup statuses are looked at (a
+        build without a cycle, nothing pending, still moves them: pods start running, finish)."""
+        if snap.touched_groups is None:
+            self._status_due = None
+        elif self._status_due is not None:
+            self._status_due |= snap.touched_groups
+
+    def _write_group_statuses(self, ctx: ControllerContext, snap: Snapshot, result: CycleResult) -> bool:
+        statuses = self._pod_group_statuses(snap, result, format_time(ctx.now()))
+        self._status_due = set()
+        return any(self._each(lambda job: self._write_group_status(ctx, *job), statuses))
+
     def _pod_group_statuses(self, snap: Snapshot, result: CycleResult, now: str) -> list[tuple[Obj, Obj]]:
         """(PodGroup, new status) for drasched's own PodGroups whose status this cycle changes
         (:mod:`~drasched.scheduler.groupstatus`); a group with no pod gets none."""
         out: list[tuple[Obj, Obj]] = []
         keys: Iterable[str] = self.cache.objects(kinds.POD_GROUP)
-        if snap.touched_groups is not None:  # only the groups a change or this cycle can move
-            keys = {*snap.touched_groups, *(g.key for g in snap.pending_groups), *result.groups_placed,
+        if self._status_due is not None:  # only the groups a change or this cycle can move
+            keys = {*self._status_due, *(g.key for g in snap.pending_groups), *result.groups_placed,
                     *result.group_messages}
         for key in sorted(keys):
             g = snap.groups.get(key)

@@ -33,6 +33,8 @@ class CycleResult:
     """Failed or stale BindRequests to delete before the new ones are created."""
     pod_conditions: list[tuple[PodInfo, Obj]] = field(default_factory=list)
     """Pods whose PodScheduled condition changes, with the new condition."""
+    unschedulable: dict[str, str] = field(default_factory=dict)
+    """Pod key -> why it was not placed in this cycle, whether its condition changes or not."""
     queue_statuses: list[tuple[Obj, Obj]] = field(default_factory=list)
     """(Queue object, new status) for queues whose status changed."""
     create_default_queue: bool = False
@@ -143,6 +145,7 @@ def _run_cycle(snap: Snapshot, config: SchedulerConfig, now: str, avoid: frozens
             out.replace_bind_requests.append(stale)
         if not snap.groups[p.group].implicit:
             out.groups_placed[p.group] = out.groups_placed.get(p.group, 0) + 1
+    out.unschedulable = dict(session.unschedulable)
     for key, message in session.unschedulable.items():
         pod = snap.pods[key]
         if pod.condition != ("False", unschedulable_reason(message), message):

@@ -105,3 +105,27 @@ def test_a_status_write_is_no_change_to_the_gang_signature() -> None:
     pg["status"] = {"phase": "Pending", "conditions": [{"type": "Scheduled", "status": "False"}]}
     w.store.update_status(pg)
     assert gang_signature(w.snapshot().groups["default/g"]) == before
+
+
+def test_the_status_follows_pods_that_start_running_while_nothing_waits() -> None:
+    """In serve no cycle runs while nothing is pending (``idle_cycle_period``): the builds in
+    between still move a PodGroup's status when its pods start running or finish."""
+    clock = VirtualClock()
+    ctx = SimContext(MemoryStore(clock=clock.now, auto_namespaces=True), clock)
+    for o in (node("a", gpu=2), podgroup("g", 2), pod("g-1", gpu=1, group="g"), pod("g-2", gpu=1, group="g")):
+        ctx.store.create(o)
+    sc = SchedulerController(idle_cycle_period=60.0)
+    sc.reconcile(ctx)
+    for br in ctx.store.list(kinds.BIND_REQUEST).items:  # the binder's work, by hand
+        p = ctx.store.get(kinds.POD, br["spec"]["podName"], "default")
+        p["spec"]["nodeName"] = br["spec"]["selectedNode"]
+        ctx.store.update(p)
+    sc.reconcile(ctx)
+    assert ctx.store.get(kinds.POD_GROUP, "g", "default")["status"]["phase"] == "Scheduled"
+    for name in ("g-1", "g-2"):
+        p = ctx.store.get(kinds.POD, name, "default")
+        p["status"] = {**(p.get("status") or {}), "phase": "Running"}
+        ctx.store.update_status(p)
+        sc.reconcile(ctx)  # no cycle: nothing is pending
+    st = ctx.store.get(kinds.POD_GROUP, "g", "default")["status"]
+    assert (st["phase"], st["running"]) == ("Running", 2)

@@ -232,3 +232,26 @@ def test_a_gang_waiting_for_a_pod_to_be_near_is_tried_when_pods_change() -> None
     sched.reconcile(ctx)
     assert _tried(sched) == {"web"}  # big still waits for room
     assert ctx.store.get(kinds.BIND_REQUEST, "web", "default")["spec"]["selectedNode"] == "n1"
+
+
+def test_a_gang_waiting_for_a_pod_to_be_near_stays_awake_to_pods_after_a_retry() -> None:
+    """Retried after an unrelated pod moved, it fails again with the condition it already has
+    (no condition write): it must still wake on the next pod change, not wait 5 minutes."""
+    ctx, _, sched = _cluster()
+    n1 = ctx.store.get(kinds.NODE, "n1")
+    n1["metadata"]["labels"] = {"kubernetes.io/hostname": "n1"}
+    ctx.store.update(n1)
+    web = _pod("web", "0.5")
+    web["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    ctx.store.create(web)
+    sched.reconcile(ctx)
+    assert sched.last is not None and "pod:default/web" in sched.last.failed_gangs
+    ctx.store.create(_pod("filler", "0.1", node="n1"))  # an unrelated pod lands on a node
+    sched.reconcile(ctx)
+    assert _tried(sched) == {"pod:default/web"}  # tried again, still no cache pod: fails, same message
+    cache = _pod("cache", "0.2", node="n1")
+    cache["metadata"]["labels"] = {"app": "cache"}
+    ctx.store.create(cache)
+    sched.reconcile(ctx)
+    assert _tried(sched) == {"web"}
