@@ -94,6 +94,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     import threading
     import time
 
+    from drasched.controllers.workloads.gangs import settings_from_file
+    from drasched.scheduler.config import ConfigError, load_config
     from drasched.serve.fencing import LeadershipLost
     from drasched.serve.leader import LeaderElector
     from drasched.serve.main import (
@@ -110,6 +112,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request otherwise
+    try:  # a bad --config stops serve before anything starts, in one line (as kube-scheduler)
+        load_config(args.config)
+        settings_from_file(args.config)
+    except ConfigError as exc:
+        print(f"drasched serve: {exc}", file=sys.stderr)
+        return 2
     try:
         store = KubeStore.from_kubeconfig(args.kubeconfig, args.context, qps=args.kube_api_qps,
                                           burst=args.kube_api_burst)
@@ -131,9 +139,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             print(f"drasched serve: {exc}", file=sys.stderr)
             return 2
     try:
-        run(store, build_controllers(args.enable_claim_controller, args.config, served_taint_rules(store),
-                                     served_foreign_kinds(store)),
-            metrics=metrics, elector=elector, period=args.period, stop=stop, health=health)
+        controllers = build_controllers(args.enable_claim_controller, args.config, served_taint_rules(store),
+                                        served_foreign_kinds(store), config_map=args.config_map)
+    except ConfigError as exc:  # a bad --config: one line, as kube-scheduler refuses to start
+        print(f"drasched serve: {exc}", file=sys.stderr)
+        server.shutdown()
+        store.close()
+        return 2
+    try:
+        run(store, controllers, metrics=metrics, elector=elector, period=args.period, stop=stop, health=health)
     except LeadershipLost:
         # as kube-scheduler (klog.Fatal): exit now, without waiting for writers still in flight
         # (fenced, they write nothing), and come back as a standby
@@ -299,6 +313,8 @@ def _positive_rate(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from drasched.control import SCHEDULER_CONFIG_MAP
+
     parser = argparse.ArgumentParser(prog="drasched", description=__doc__)
     parser.add_argument("--version", action="version", version=f"drasched {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -362,6 +378,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="client-side request rate limit (token bucket; 0 = none)")
     srv.add_argument("--kube-api-burst", type=int, default=1000, help="requests allowed above the rate in a burst")
     srv.add_argument("--config", help="scheduler configuration (YAML)")
+    srv.add_argument("--config-map", default=SCHEDULER_CONFIG_MAP, metavar="NAMESPACE/NAME",
+                     help="a ConfigMap whose data[config.yaml] is applied on top of --config as it changes, "
+                          f"without a restart (default {SCHEDULER_CONFIG_MAP}; the Helm chart passes its own)")
     srv.add_argument("--enable-claim-controller", action="store_true",
                      help="also run drasched's ResourceClaim controller (kube-controller-manager runs its own)")
     srv.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,

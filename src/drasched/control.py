@@ -18,6 +18,10 @@ from drasched.api.kinds import ResourceType
 from drasched.store.base import ClusterStore
 from drasched.store.informer import SharedInformers
 
+SCHEDULER_CONFIG_MAP = "kube-system/drasched-scheduler"
+"""The ConfigMap (``namespace/name``) whose ``data["config.yaml"]`` the scheduler and the implicit
+gang controller apply as it changes, unless told another (``drasched serve --config-map``)."""
+
 Obj = dict[str, Any]
 
 

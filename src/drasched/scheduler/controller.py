@@ -19,7 +19,7 @@ from drasched.api.errors import AlreadyExists, ApiError, NotFound
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time, parse_time
 from drasched.api.resource import FINALIZER
-from drasched.control import ControllerContext
+from drasched.control import SCHEDULER_CONFIG_MAP, ControllerContext
 from drasched.dra.claimrules import claim_names_of, status_claim_names
 from drasched.scheduler.backoff import BindBackoff
 from drasched.scheduler.cache import WATCHED, SchedulerCache
@@ -58,17 +58,18 @@ GANG_BACKOFF_MAX = 10.0
 meanwhile (upstream's backoff queue: ``podInitialBackoffSeconds`` 1, ``podMaxBackoffSeconds`` 10)."""
 _KEEP = object()
 
-CONFIG_MAP_KEY = "kube-system/drasched-scheduler"
+CONFIG_MAP_KEY = SCHEDULER_CONFIG_MAP
 """A ConfigMap here with a ``config.yaml`` key configures an embedded run (on top of the defaults)."""
 
 
-def config_from_config_map(cm: Obj, base: SchedulerConfig, any_module: bool = True) -> SchedulerConfig:
+def config_from_config_map(cm: Obj, base: SchedulerConfig, any_module: bool = True,
+                           key: str = CONFIG_MAP_KEY) -> SchedulerConfig:
     """The configuration in the ConfigMap's ``data["config.yaml"]`` on top of ``base``; a ConfigMap of
     any shape gives a configuration or a :class:`ConfigError` naming the key, never another exception.
 
     Without ``any_module`` it may load only the external plugin modules ``base`` names.
     """
-    where = f"ConfigMap {CONFIG_MAP_KEY}"
+    where = f"ConfigMap {key}"
     data = cm.get("data")
     if data is None:
         data = {}
@@ -147,6 +148,7 @@ class SchedulerController:
     def __init__(self, config: SchedulerConfig | None = None, *, claim_wait_grace: float | None = None,
                  write_workers: int = 1, idle_cycle_period: float | None = None,
                  claims_queued: Callable[[str], bool] | None = None, config_map_modules: bool = True,
+                 config_map: str = CONFIG_MAP_KEY,
                  allocation_wall_time: float | None = None,
                  taint_rules: ResourceType | None = kinds.DEVICE_TAINT_RULE,
                  foreign: tuple[ResourceType, ...] = (), queue_status_period: float | None = None,
@@ -162,6 +164,8 @@ class SchedulerController:
         """When a cycle runs even if nothing changed: a queue's usage held back by
         ``queue_status_period`` is to be written, or a parked gang's backoff ends."""
         self.config_map_modules = config_map_modules
+        self.config_map = config_map
+        """``namespace/name`` of the ConfigMap applied on top of the base configuration."""
         self.allocation_wall_time = allocation_wall_time
         """``drasched serve``: seconds one device allocation search may run on top of its step
         budget, so no input stalls a live scheduler; embedded: None, the steps alone decide and
@@ -403,7 +407,7 @@ class SchedulerController:
         good configuration stays in force, as kube-scheduler keeps running with the one it has
         until a restart; the next good edit applies. A ConfigMap deleted gives the base
         (``--config``) configuration back."""
-        cm = self.cache.get(kinds.CONFIG_MAP, CONFIG_MAP_KEY)
+        cm = self.cache.get(kinds.CONFIG_MAP, self.config_map)
         rv = None if cm is None else str((cm.get("metadata") or {}).get("resourceVersion"))
         if rv == self._config_rv:
             return
@@ -411,7 +415,7 @@ class SchedulerController:
         config = self.base_config
         if cm is not None:
             try:
-                config = config_from_config_map(cm, self.base_config, self.config_map_modules)
+                config = config_from_config_map(cm, self.base_config, self.config_map_modules, self.config_map)
             except ConfigError as exc:
                 kept = (f"keeping the last good configuration (ConfigMap resourceVersion {self._good_config_rv})"
                         if self._good_config_rv is not None else "keeping the configuration without the ConfigMap")

@@ -16,7 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from drasched.api import kinds
 from drasched.api.errors import ApiError, Forbidden
 from drasched.api.kinds import ResourceType
-from drasched.control import Controller
+from drasched.control import SCHEDULER_CONFIG_MAP, Controller
 from drasched.scheduler.cache import WATCHED
 from drasched.serve.fencing import FencedStore, LeadershipLost
 from drasched.serve.leader import LeaderElector
@@ -85,11 +85,13 @@ def served_foreign_kinds(store: ClusterStore) -> tuple[ResourceType, ...]:
 
 def build_controllers(enable_claim_controller: bool = False, config_path: str | None = None,
                       taint_rules: ResourceType | None = None,
-                      foreign: tuple[ResourceType, ...] = ()) -> list[Controller]:
+                      foreign: tuple[ResourceType, ...] = (),
+                      config_map: str = SCHEDULER_CONFIG_MAP) -> list[Controller]:
     """The control loops a cluster deployment runs (kube-controller-manager owns claims and
     device taint eviction by default). ``taint_rules``: the DeviceTaintRule version the
     server serves (:func:`served_taint_rules`), None to read none; ``foreign``: the other
-    schedulers' kinds it serves (:func:`served_foreign_kinds`), read translated."""
+    schedulers' kinds it serves (:func:`served_foreign_kinds`), read translated; ``config_map``:
+    ``namespace/name`` of the ConfigMap applied on top of ``config_path`` as it changes."""
     from drasched.binder import BinderController
     from drasched.binder.bindingconditions import POLL_INTERVAL
     from drasched.controllers.workloads.gangs import ImplicitGangController, settings_from_file
@@ -113,10 +115,11 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
     # In a cluster only pods naming drasched are ours (the config's schedulerNames), unlike simulate.
     config = load_config(config_path)
     # The implicit PodGroups of Jobs, JobSets, LeaderWorkerSets...; the scheduler holds their pods until labelled.
-    controllers.append(ImplicitGangController(base=settings_from_file(config_path), schedules=config.schedules))
+    controllers.append(ImplicitGangController(base=settings_from_file(config_path), schedules=config.schedules,
+                                              config_map=config_map))
     controllers += [SchedulerController(config, claim_wait_grace=CLAIM_WAIT_GRACE,
                                         write_workers=WRITE_WORKERS, idle_cycle_period=IDLE_CYCLE_PERIOD,
-                                        claims_queued=queued, config_map_modules=False,
+                                        claims_queued=queued, config_map_modules=False, config_map=config_map,
                                         allocation_wall_time=ALLOCATION_WALL_TIME,
                                         taint_rules=taint_rules, foreign=foreign,
                                         queue_status_period=QUEUE_STATUS_PERIOD, gang_backoff=True),

@@ -11,6 +11,7 @@ would silently undo the operator's good settings because of one typo.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +83,35 @@ def test_a_bad_configmap_from_the_start_keeps_the_base() -> None:
     assert sc.config == base
     [ev] = _events(ctx)
     assert "nodeOrder" in ev["message"] and "keeping the configuration without the ConfigMap" in ev["message"]
+
+
+def test_serve_watches_the_configmap_it_is_told() -> None:
+    """``drasched serve --config-map NS/NAME`` (the Helm chart passes its own ConfigMap): the
+    scheduler and the implicit gangs read that one, and the default one no more."""
+    from drasched.controllers.workloads.gangs import ImplicitGangController
+    from drasched.serve.main import build_controllers
+
+    controllers = build_controllers(config_map="drasched-system/drasched-config")
+    sched = next(c for c in controllers if isinstance(c, SchedulerController))
+    gangs = next(c for c in controllers if isinstance(c, ImplicitGangController))
+    assert sched.config_map == gangs.config_map == "drasched-system/drasched-config"
+    clock = VirtualClock()
+    ctx = SimContext(MemoryStore(clock=clock.now, auto_namespaces=True), clock)
+    ctx.store.create(node("a", gpu=1))
+    ctx.store.create(_cm("nodeOrder: sideways\n"))  # the default name: not read
+    ctx.store.create({"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": "drasched-config", "namespace": "drasched-system"},
+                      "data": {"config.yaml": "nodeOrder: spread\n"}})
+    sched.reconcile(ctx)
+    assert sched.config.node_order == "spread" and not _events(ctx)
+
+
+def test_serve_refuses_a_bad_config_file_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from drasched.cli import main
+
+    bad = tmp_path / "config.yaml"
+    bad.write_text("nodeOrder: sideways\n")
+    assert main(["serve", "--config", str(bad), "--kubeconfig", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("drasched serve: ") and "nodeOrder: must be one of binpack, spread" in err
+    assert "Traceback" not in err

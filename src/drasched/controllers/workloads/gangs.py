@@ -78,7 +78,7 @@ from drasched.api.implicitgang import (
 )
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import controller_uid, owner_reference
-from drasched.control import ControllerContext
+from drasched.control import SCHEDULER_CONFIG_MAP, ControllerContext
 from drasched.controllers.workloads.common import (
     Obj,
     condition_true,
@@ -94,7 +94,7 @@ from drasched.store.informer import Informer
 
 log = logging.getLogger(__name__)
 
-CONFIG_MAP_KEY = "kube-system/drasched-scheduler"
+CONFIG_MAP_KEY = SCHEDULER_CONFIG_MAP
 """The ConfigMap whose ``config.yaml`` configures an embedded run's scheduler (and these gangs)."""
 
 QUEUE_LABEL = "drasched.io/queue"
@@ -279,13 +279,15 @@ class ImplicitGangController:
     component = "drasched-gangs"
 
     def __init__(self, settings: ImplicitGangs | None = None, *, base: ImplicitGangs | None = None,
-                 schedules: Callable[[str | None], bool] | None = None) -> None:
+                 schedules: Callable[[str | None], bool] | None = None, config_map: str = CONFIG_MAP_KEY) -> None:
         """``settings``: fixed settings; else the ``implicitGangs`` key of the scheduler's
         ConfigMap on top of ``base`` (``drasched serve``: its configuration file's).
         ``schedules``: whether a ``spec.schedulerName`` is drasched's (None: every pod is, as
         in an embedded run); other schedulers' pods are left alone."""
         self.fixed = settings
         self.schedules = schedules
+        self.config_map = config_map
+        """``namespace/name`` of the ConfigMap whose ``implicitGangs`` apply on top of ``base``."""
         self.base = base or ImplicitGangs()
         self.settings = settings or self.base
         self._store: object | None = None
@@ -567,7 +569,7 @@ class ImplicitGangController:
 
     def _configured(self) -> ImplicitGangs:
         """``implicitGangs`` from the ConfigMap that configures an embedded run's scheduler."""
-        namespace, name = CONFIG_MAP_KEY.split("/")
+        namespace, _, name = self.config_map.partition("/")
         cm = self.config_maps.get(name, namespace) if self.config_maps is not None else None
         text = ((cm or {}).get("data") or {}).get("config.yaml")
         if cm is None or not isinstance(text, str):
