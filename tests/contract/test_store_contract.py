@@ -452,6 +452,35 @@ def test_eviction_honours_pod_disruption_budgets(store: ClusterStore, ns: str) -
     assert "deletionTimestamp" not in store.get(kinds.POD, "b", ns)["metadata"]
 
 
+def _disruption_target(obj: Obj) -> dict[str, Any] | None:
+    found = [c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == "DisruptionTarget"]
+    return {k: found[0].get(k) for k in ("status", "reason", "message")} if found else None
+
+
+def test_eviction_writes_the_disruption_target_condition(store: ClusterStore, ns: str) -> None:
+    # kubernetes/kubernetes pkg/registry/core/pod/storage/eviction.go addConditionAndDeletePod:
+    # DisruptionTarget=True, EvictionByEvictionAPI, "Eviction API: evicting", before the delete.
+    _running_ready(store, ns, "a", {"app": "web"})
+    store.evict(ns, "a")
+    evicted = store.get(kinds.POD, "a", ns)
+    assert evicted["metadata"]["deletionTimestamp"]
+    assert _disruption_target(evicted) == {"status": "True", "reason": "EvictionByEvictionAPI",
+                                           "message": "Eviction API: evicting"}
+    # The scheduler's condition (preemption.go prepareCandidate) written first is accepted on the
+    # status subresource, and the eviction API replaces it with its own (podutil.UpdatePodCondition).
+    _running_ready(store, ns, "b", {"app": "web"})
+    now = "2026-01-01T00:00:01Z"
+    conditions = [*store.get(kinds.POD, "b", ns)["status"]["conditions"],
+                  {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                   "message": "drasched: preempting to accommodate a higher priority pod", "lastTransitionTime": now}]
+    marked = store.patch(kinds.POD, "b", ns, {"status": {"conditions": conditions}}, subresource="status")
+    assert _disruption_target(marked) == {"status": "True", "reason": "PreemptionByScheduler",
+                                          "message": "drasched: preempting to accommodate a higher priority pod"}
+    store.evict(ns, "b")
+    assert _disruption_target(store.get(kinds.POD, "b", ns)) == {
+        "status": "True", "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}
+
+
 # Garbage collection runs in kube-controller-manager, which LocalCluster does not start
 # (the tests need only the API server, and upstream's GC would also need a running
 # kubelet-free node lifecycle setup). The real server therefore never removes
@@ -495,6 +524,18 @@ def test_bind_sets_node_name_once(store: ClusterStore, ns: str) -> None:
         'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node "node-1"'
     )
     assert store.get(kinds.POD, "p", ns)["spec"]["nodeName"] == "node-1"
+
+
+def test_bind_clears_the_nominated_node_name(store: ClusterStore, ns: str) -> None:
+    # Kubernetes 1.35+: ClearingNominatedNodeNameAfterBinding (beta, on by default) makes the
+    # binding clear status.nominatedNodeName (pkg/registry/core/pod/storage/storage.go).
+    store.create(pod(ns, "p"))
+    nominated = store.patch(kinds.POD, "p", ns, {"status": {"nominatedNodeName": "node-1"}}, subresource="status")
+    assert nominated["status"]["nominatedNodeName"] == "node-1"
+    store.bind(ns, "p", "node-2")
+    bound = store.get(kinds.POD, "p", ns)
+    assert bound["spec"]["nodeName"] == "node-2"
+    assert "nominatedNodeName" not in bound["status"]
 
 
 def test_bind_of_a_missing_pod_is_not_found(store: ClusterStore, ns: str) -> None:

@@ -174,6 +174,20 @@ def with_resources(**resources: dict[str, str]) -> Callable[[Obj], None]:
     return mutate
 
 
+def with_pod_level(requests: dict[str, str] | None = None, limits: dict[str, str] | None = None,
+                   container: dict[str, str] | None = None, container_limits: dict[str, str] | None = None,
+                   claims: list[Obj] | None = None) -> Callable[[Obj], None]:
+    """Pod-level ``spec.resources`` (and the first container's requests and limits)."""
+    def mutate(obj: Obj) -> None:
+        res: Obj = {k: v for k, v in (("requests", requests), ("limits", limits), ("claims", claims)) if v}
+        obj["spec"]["resources"] = res
+        if container or container_limits:
+            container_of = {k: v for k, v in (("requests", container), ("limits", container_limits)) if v}
+            obj["spec"]["containers"][0]["resources"] = container_of
+
+    return mutate
+
+
 def with_container_claim(obj: Obj) -> None:
     container(obj)["resources"] = {"claims": [{"name": "gpu"}]}
 
@@ -365,6 +379,21 @@ RULES = [
          "spec.containers[0].resources.limits", "Limit must be set for non overcommitable resources"),
     Rule("extended-not-integer", pod, with_resources(limits={"nvidia.com/gpu": "0.5"}),
          "spec.containers[0].resources.limits[nvidia.com/gpu]", 'Invalid value: "500m": must be an integer'),
+    # pkg/apis/core/validation validatePodResources / validatePodResourceConsistency (PodLevelResources)
+    Rule("pod-level-below-containers", pod, with_pod_level(requests={"cpu": "500m"}, container={"cpu": "1"}),
+         "spec.resources.requests[cpu]", 'Invalid value: "500m": must be greater than or equal to aggregate '
+                                         "container requests of 1"),
+    Rule("pod-level-unsupported-name", pod, with_pod_level(requests={"nvidia.com/gpu": "1"}),
+         "spec.resources.requests[nvidia.com/gpu]", 'Unsupported value: "nvidia.com/gpu": supported values: '
+                                                    '"cpu", "hugepages-", "memory"'),
+    Rule("pod-level-request-above-limit", pod, with_pod_level(requests={"cpu": "2"}, limits={"cpu": "1"}),
+         "spec.resources.requests", 'Invalid value: "2": must be less than or equal to cpu limit of 1'),
+    Rule("pod-level-container-limit-above-pod", pod,
+         with_pod_level(limits={"memory": "1Gi"}, container_limits={"memory": "2Gi"}),
+         "spec.resources.containers[0][memory].limits", 'Invalid value: "2Gi": must be less than or equal to pod '
+                                                       "limits of 1Gi"),
+    Rule("pod-level-claims", pod, with_pod_level(requests={"cpu": "1"}, claims=[{"name": "gpu"}]),
+         "spec.resources.claims", "Forbidden: claims may not be set for Resources at pod-level"),
     Rule("container-claim-not-in-pod", pod, with_container_claim, "spec.containers[0].resources.claims[0]",
          'Not found: "gpu": must be one of the names in pod.spec.resourceClaims'),
     Rule("pod-claim-name", pod, at("spec.resourceClaims", [{"name": "GPU", "resourceClaimName": "a"}]),

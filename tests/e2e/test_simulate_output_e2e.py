@@ -45,7 +45,7 @@ def _apply(store: KubeStore, objects: list[dict[str, Any]]) -> None:
         back = store.get(rt, obj["metadata"]["name"], obj["metadata"].get("namespace"))
         if rt is kinds.POD:
             continue  # the server defaults many pod fields (dnsPolicy, tolerations, ...)
-        if rt in (kinds.JOB, kinds.DEPLOYMENT, kinds.REPLICA_SET, kinds.STATEFUL_SET):
+        if rt in (kinds.JOB, kinds.DEPLOYMENT, kinds.REPLICA_SET, kinds.STATEFUL_SET, kinds.DAEMON_SET):
             # their pod templates get the same pod defaults, and a Job its generated selector and
             # template labels (batch.kubernetes.io/controller-uid): accepted as written is the check
             continue

@@ -103,7 +103,7 @@ def test_the_commands_read_a_live_cluster_explain_agrees_with_its_podscheduled_m
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"pod default/big-1 is pending: {message}"
     assert "  gang: pod group default/big needs 3 pods placed together; 0 placed, 3 pending" in out
-    assert "  n1: insufficient nvidia.com/gpu" in out and "  n2: insufficient nvidia.com/gpu" in out
+    assert "  n1: Insufficient nvidia.com/gpu" in out and "  n2: Insufficient nvidia.com/gpu" in out
 
     assert main(["snapshot", "--kubeconfig", cluster.kubeconfig_path, "-o", str(tmp_path / "snap"), "--anonymize"]) == 0
     objects = [item.obj for item in load_paths([str(tmp_path / "snap")])]

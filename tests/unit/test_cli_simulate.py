@@ -94,7 +94,7 @@ def test_convert_reports_every_unreadable_file(tmp_path: Path, capsys: pytest.Ca
     assert err[2] == "error: 2 file(s) not read; nothing was converted"
 
 
-def test_a_chart_s_daemonset_and_rbac_are_left_out_and_the_rest_simulated(
+def test_a_chart_s_rbac_is_left_out_and_its_daemonset_runs_on_every_node(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     chart = tmp_path / "chart.yaml"
     chart.write_text("""
@@ -119,13 +119,18 @@ spec:
     out = tmp_path / "out.yaml"
     assert main(["simulate", str(EXAMPLES / "quickstart"), str(chart), "-q", "-o", str(out)]) == 0
     assert capsys.readouterr().err.splitlines() == [
-        f"warning: {chart}: document 1: ClusterRole dra-driver: does not affect scheduling; left out",
-        f"warning: {chart}: document 2: DaemonSet kube-system/nvidia-dra-driver: drasched simulate does not run "
-        "DaemonSets (their pods are not simulated); left out"]
+        f"warning: {chart}: document 1: ClusterRole dra-driver: does not affect scheduling; left out"]
     objects = list(yaml.safe_load_all(out.read_text()))
     kinds = {o["kind"] for o in objects}
-    assert "ServiceAccount" in kinds and not kinds & {"DaemonSet", "ClusterRole"}
+    assert {"ServiceAccount", "DaemonSet"} <= kinds and "ClusterRole" not in kinds
     assert all(o["spec"].get("nodeName") for o in objects if o["kind"] == "Pod")
+    # the DaemonSet's pods run on every node, as kube-controller-manager's DaemonSet controller makes them
+    nodes = sorted(o["metadata"]["name"] for o in objects if o["kind"] == "Node")
+    daemon = sorted(o["spec"]["nodeName"] for o in objects if o["kind"] == "Pod"
+                    and o["metadata"].get("generateName") == "nvidia-dra-driver-")
+    assert daemon == nodes
+    ds = next(o for o in objects if o["kind"] == "DaemonSet")
+    assert ds["status"]["desiredNumberScheduled"] == ds["status"]["numberReady"] == len(nodes)
 
 
 def test_an_unknown_kind_beside_a_chart_is_still_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

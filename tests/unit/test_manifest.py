@@ -169,7 +169,13 @@ CHART = """
 apiVersion: apps/v1
 kind: DaemonSet
 metadata: {name: nvidia-dra-driver, namespace: kube-system}
-spec: {selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: []}}}
+spec:
+  selector: {matchLabels: {a: b}}
+  template: {metadata: {labels: {a: b}}, spec: {containers: [{name: plugin, image: driver}]}}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly, namespace: default}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -190,27 +196,28 @@ def test_builtin_kinds_not_modelled_are_left_out_with_one_warning_per_kind(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "chart.yaml"
     f.write_text(CHART + "---\n" + POD)
-    assert [o.obj["kind"] for o in load_paths([str(f)])] == ["Pod"]
+    # a DaemonSet is run (drasched.controllers.workloads.daemonset): kept, with no warning
+    assert [o.obj["kind"] for o in load_paths([str(f)])] == ["DaemonSet", "Pod"]
     assert capsys.readouterr().err.splitlines() == [
-        f"warning: {f}: document 0: DaemonSet kube-system/nvidia-dra-driver: drasched simulate does not run "
-        "DaemonSets (their pods are not simulated); left out",
-        f"warning: {f}: document 1: ClusterRole dra-driver and 1 more ClusterRole object(s): does not affect "
+        f"warning: {f}: document 1: CronJob default/nightly: drasched simulate does not run "
+        "CronJobs (no Jobs are created from them); left out",
+        f"warning: {f}: document 2: ClusterRole dra-driver and 1 more ClusterRole object(s): does not affect "
         "scheduling; left out",
-        f"warning: {f}: document 3: Service default/svc: does not affect scheduling; left out"]
+        f"warning: {f}: document 4: Service default/svc: does not affect scheduling; left out"]
 
 
 def test_convert_keeps_builtin_kinds_it_does_not_read(tmp_path: Path) -> None:
     f = tmp_path / "chart.yaml"
     f.write_text(CHART)
     assert [o.obj["kind"] for o in load_paths([str(f)], validate=False, translate=False)] == [
-        "DaemonSet", "ClusterRole", "ClusterRole", "Service"]
+        "DaemonSet", "CronJob", "ClusterRole", "ClusterRole", "Service"]
 
 
 def test_a_builtin_kind_in_a_version_kubernetes_never_served_is_refused_with_a_hint(tmp_path: Path) -> None:
     f = tmp_path / "x.yaml"
-    f.write_text("apiVersion: apps/v2\nkind: DaemonSet\nmetadata: {name: d}\n")
-    with pytest.raises(ManifestError, match=r'no kind "DaemonSet" is registered for version "apps/v2" '
-                                            r"\(Kubernetes serves DaemonSet as apps/v1, which drasched leaves out\)"):
+    f.write_text("apiVersion: batch/v2\nkind: CronJob\nmetadata: {name: c}\n")
+    with pytest.raises(ManifestError, match=r'no kind "CronJob" is registered for version "batch/v2" '
+                                            r"\(Kubernetes serves CronJob as batch/v1, which drasched leaves out\)"):
         load_paths([str(f)])
 
 
@@ -218,6 +225,9 @@ def test_a_served_kind_keeps_its_hint(tmp_path: Path) -> None:
     f = tmp_path / "x.yaml"
     f.write_text("apiVersion: apps/v1beta1\nkind: Deployment\nmetadata: {name: d}\n")
     with pytest.raises(ManifestError, match=r"\(drasched serves Deployment as apps/v1\)"):
+        load_paths([str(f)])
+    f.write_text("apiVersion: apps/v1beta2\nkind: DaemonSet\nmetadata: {name: d}\n")
+    with pytest.raises(ManifestError, match=r"\(drasched serves DaemonSet as apps/v1\)"):
         load_paths([str(f)])
 
 

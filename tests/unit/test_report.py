@@ -41,4 +41,4 @@ spec: {containers: [{name: c, image: i, resources: {requests: {cpu: "4"}}}]}
     assert main(["simulate", str(src), "-o", str(tmp_path / "o.yaml"), "-q", "--report", str(report)]) == 0
     text = report.read_text()
     assert "## Pending pods" in text
-    assert "| default/big | 0/1 nodes are available: 1 insufficient cpu" in text
+    assert "| default/big | 0/1 nodes are available: 1 Insufficient cpu" in text

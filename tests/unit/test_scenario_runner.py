@@ -78,7 +78,7 @@ def test_the_reason_is_compared(tmp_path: Path) -> None:
     scn = load_scenario(_scenario(tmp_path, "  pods:\n    default/p: {node: null, unschedulable: no nodes}\n"))
     pod = {"kind": "Pod", "metadata": {"name": "p", "namespace": "default"}, "spec": {},
            "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                      "message": "0/1 nodes are available: 1 insufficient cpu."}]}}
+                                      "message": "0/1 nodes are available: 1 Insufficient cpu."}]}}
     problems = check_expectations(scn, {"Pod:default/p": pod})
     assert problems == ["pod default/p: expected message containing 'no nodes', "
-                        "got '0/1 nodes are available: 1 insufficient cpu.'"]
+                        "got '0/1 nodes are available: 1 Insufficient cpu.'"]

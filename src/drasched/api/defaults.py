@@ -4,6 +4,8 @@
   defaults to ExactCount and then ``count`` to 1, for ``exactly`` and for every
   ``firstAvailable`` subrequest; a toleration's ``operator`` to Equal (upstream
   ``SetDefaults_ExactDeviceRequest``, ``SetDefaults_DeviceSubRequest``, ``SetDefaults_DeviceToleration``).
+* pods: pod-level requests (``spec.resources``) from the containers' aggregate and the
+  pod-level limits (``api/pod_resources.py``, upstream ``DefaultPodLevelResources``).
 * drasched's CRDs: the ``default:`` values of deploy/crds/*.yaml
   (tests/unit/test_crd_defaults.py keeps the two in step).
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from drasched.api.pod_resources import default_pod_level_resources
 from drasched.api.workload_defaults import WORKLOAD_DEFAULTS
 
 Obj = dict[str, Any]
@@ -67,6 +70,8 @@ def apply_builtin_defaults(kind: str, obj: Obj) -> None:
     """Defaults of built-in kinds our logic reads (claims, claim templates, workloads)."""
     if kind in WORKLOAD_DEFAULTS and isinstance(obj.get("spec"), dict):
         WORKLOAD_DEFAULTS[kind](obj)
+    elif kind == "Pod" and isinstance(obj.get("spec"), dict):
+        default_pod_level_resources(obj["spec"])  # upstream: the pod strategy's PrepareForCreate
     elif kind == "ResourceClaim":
         default_claim_spec(obj.get("spec"))
     elif kind == "ResourceClaimTemplate" and isinstance(obj.get("spec"), dict):

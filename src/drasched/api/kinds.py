@@ -109,6 +109,7 @@ JOB = ResourceType("batch", "v1", "Job", "jobs", True)
 DEPLOYMENT = ResourceType("apps", "v1", "Deployment", "deployments", True)
 REPLICA_SET = ResourceType("apps", "v1", "ReplicaSet", "replicasets", True)
 STATEFUL_SET = ResourceType("apps", "v1", "StatefulSet", "statefulsets", True)
+DAEMON_SET = ResourceType("apps", "v1", "DaemonSet", "daemonsets", True)
 JOB_SET = ResourceType("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets", True)
 LEADER_WORKER_SET = ResourceType("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets", True)
 
@@ -130,6 +131,7 @@ ALL: tuple[ResourceType, ...] = (
     DEPLOYMENT,
     REPLICA_SET,
     STATEFUL_SET,
+    DAEMON_SET,
     JOB,
     POD,
     BIND_REQUEST,
@@ -228,7 +230,6 @@ UNMODELED: dict[tuple[str, str], Unmodeled] = {
         Unmodeled("", "PersistentVolumeClaim", ("v1",), _STORAGE),
         Unmodeled("", "LimitRange", ("v1",), _ADMISSION.format(what="its default requests and limits")),
         Unmodeled("", "ResourceQuota", ("v1",), _ADMISSION.format(what="quotas")),
-        Unmodeled("apps", "DaemonSet", ("v1", "v1beta2"), _not_run("DaemonSets")),
         Unmodeled("apps", "ControllerRevision", ("v1", "v1beta2"), NO_EFFECT),
         Unmodeled("batch", "CronJob", ("v1", "v1beta1"), _not_run("CronJobs", "no Jobs are created from them")),
         Unmodeled("autoscaling", "HorizontalPodAutoscaler", ("v2", "v1", "v2beta2", "v2beta1"),

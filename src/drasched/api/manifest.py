@@ -125,7 +125,9 @@ def _short(value: Any, limit: int = 80) -> str:
         return ""
     if not isinstance(value, str):
         return f"<{type(value).__name__}>"
-    return value if len(value) <= limit else f"{value[:limit]}...({len(value)} characters)"
+    cut = value if len(value) <= limit else f"{value[:limit]}...({len(value)} characters)"
+    # a kind or name with blanks or line breaks is no real one: quoted, the message stays one line
+    return json.dumps(cut) if any(c.isspace() for c in cut) else cut
 
 
 def parse_documents(text: str, source: str) -> list[Loaded]:
@@ -279,6 +281,9 @@ def load_paths(paths: Iterable[str], *, validate: bool = True, translate: bool =
             except ManifestError as exc:
                 refusals.refused(item, str(exc))
     refusals.raise_any()
+    if translate or validate:  # (only about a run that goes ahead)
+        for item in loaded:
+            _warn_node_without_allocatable(item)
     return loaded
 
 
@@ -294,6 +299,22 @@ def _warn_unknown_fields(item: Loaded) -> None:
         print(f'warning: {item.where}: {_describe(item.obj)}: unknown field "spec.startupPolicy" (ignored: '
               f'{item.obj["apiVersion"]} has no startupPolicy; use dependsOn, or {kinds.JOB_SET.api_version})',
               file=sys.stderr)
+
+
+def _warn_node_without_allocatable(item: Loaded) -> None:
+    """A Node with neither ``status.allocatable`` nor ``status.capacity`` (which the API server
+    copies into a missing allocatable) has nothing allocatable, not even pods: kube-scheduler's
+    NodeResourcesFit rejects every pod there ("Too many pods"), and so does drasched. A node
+    written by hand without its status usually means a forgotten one, so say so."""
+    obj = item.obj
+    if obj.get("kind") != kinds.NODE.kind or obj.get("apiVersion") != kinds.NODE.api_version:
+        return
+    status = obj.get("status")
+    if isinstance(status, dict) and (status.get("allocatable") or status.get("capacity")):
+        return
+    print(f"warning: {item.where}: {_describe(obj)}: no status.allocatable (nor status.capacity): nothing "
+          'is allocatable on it, not even pods, so no pod is scheduled there ("Too many pods"), as with '
+          "kube-scheduler; give it status.allocatable (cpu, memory, pods) to use it", file=sys.stderr)
 
 
 def _texts(paths: Iterable[str], refusals: _Refusals) -> Iterable[tuple[str, str]]:
@@ -410,6 +431,11 @@ def _without_unmodeled(loaded: list[Loaded]) -> list[Loaded]:
     for entry, items in left_out.items():
         more = f" and {len(items) - 1} more {entry.kind} object(s)" if len(items) > 1 else ""
         print(f"warning: {items[0].where}: {_describe(items[0].obj)}{more}: {entry.why}; left out", file=sys.stderr)
+    for item in kept:  # the pods name their claims (upstream updateStorage), but no claim is made
+        if item.obj.get("kind") == "StatefulSet" and (item.obj.get("spec") or {}).get("volumeClaimTemplates"):
+            why = kinds.UNMODELED[("", "PersistentVolumeClaim")].why
+            print(f"warning: {item.where}: {_describe(item.obj)}: spec.volumeClaimTemplates: the pods get their "
+                  f"volumes, but no PersistentVolumeClaim is created ({why})", file=sys.stderr)
     return kept
 
 

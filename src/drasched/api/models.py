@@ -52,6 +52,8 @@ class ResourceRequirements(View):
 class Container(View):
     name: str = ""
     image: str = ""
+    command: list[str] = []  # not read; typed so that a wrong JSON type is refused as the server does
+    args: list[str] = []
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
     restart_policy: str | None = None  # "Always" on an init container makes it a sidecar
 

@@ -79,6 +79,7 @@ VIEW_OF: dict[str, type[View]] = {
     "Deployment": workload_shapes.Deployment,
     "ReplicaSet": workload_shapes.ReplicaSet,
     "StatefulSet": workload_shapes.StatefulSet,
+    "DaemonSet": workload_shapes.DaemonSet,
     "JobSet": workload_shapes.JobSet,
     "LeaderWorkerSet": workload_shapes.LeaderWorkerSet,
 }

@@ -2,7 +2,7 @@
 
 Upstream ``pkg/apis/batch/v1/defaults.go`` (``SetDefaults_Job``) and
 ``pkg/apis/apps/v1/defaults.go`` (``SetDefaults_Deployment``, ``SetDefaults_ReplicaSet``,
-``SetDefaults_StatefulSet``): the workload controllers read these fields as always set.
+``SetDefaults_StatefulSet``, ``SetDefaults_DaemonSet``): the workload controllers read these fields as always set.
 """
 
 from __future__ import annotations
@@ -67,6 +67,47 @@ def _stateful_set(obj: Obj) -> None:
     spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
 
 
+def _daemon_set(obj: Obj) -> None:
+    spec = obj["spec"]
+    update = spec.setdefault("updateStrategy", {})
+    if isinstance(update, dict):
+        update.setdefault("type", "RollingUpdate")
+        if update["type"] == "RollingUpdate":
+            rolling = update.setdefault("rollingUpdate", {})
+            if isinstance(rolling, dict):
+                rolling.setdefault("maxUnavailable", 1)
+                rolling.setdefault("maxSurge", 0)
+    spec.setdefault("revisionHistoryLimit", 10)
+
+
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+"""apps/v1's form of the internal ``spec.templateGeneration`` (``pkg/apis/apps/v1/conversion.go``)."""
+
+
+def prepare_daemon_set(obj: Obj, old: Obj | None) -> None:
+    """The DaemonSet strategy's ``PrepareForCreate`` / ``PrepareForUpdate``
+    (``pkg/registry/apps/daemonset/strategy.go``): the template generation starts at 1 (or the
+    one written, if higher) and grows by one each time ``spec.template`` changes; a value the
+    client writes on update is ignored. apps/v1 carries it as an annotation."""
+    md = obj.setdefault("metadata", {})
+    annotations = md.get("annotations") if isinstance(md.get("annotations"), dict) else {}
+
+    def generation(o: Obj | None) -> int:
+        text = (((o or {}).get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION)
+        try:
+            return int(text) if text is not None else 0
+        except (TypeError, ValueError):
+            return 0
+
+    if old is None:
+        value = max(1, generation(obj))
+    else:
+        value = max(1, generation(old))
+        if (obj.get("spec") or {}).get("template") != (old.get("spec") or {}).get("template"):
+            value += 1
+    md["annotations"] = {**annotations, TEMPLATE_GENERATION: str(value)}
+
+
 def _job_set(obj: Obj) -> None:
     """The JobSet webhook's defaults (``jobset_webhook.go`` Default): every replicated Job is
     Indexed, success means All jobs, DNS hostnames are on."""
@@ -111,5 +152,6 @@ WORKLOAD_DEFAULTS: dict[str, Callable[[Obj], None]] = {
     "Deployment": _deployment,
     "ReplicaSet": _replica_set,
     "StatefulSet": _stateful_set,
+    "DaemonSet": _daemon_set,
 }
 """Kind -> the function that fills its spec's defaults in place (``obj["spec"]`` is a dict)."""

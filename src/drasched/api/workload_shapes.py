@@ -1,5 +1,5 @@
 """Decode-only views of the workload kinds the embedded controllers read: batch/v1 Job,
-apps/v1 Deployment, ReplicaSet and StatefulSet, jobset.x-k8s.io/v1alpha2 JobSet and
+apps/v1 Deployment, ReplicaSet, StatefulSet and DaemonSet, jobset.x-k8s.io/v1alpha2 JobSet and
 leaderworkerset.x-k8s.io/v1 LeaderWorkerSet.
 
 Only their JSON types matter here (field names and Go types from k8s.io/api batch/v1 and
@@ -193,6 +193,43 @@ class StatefulSet(View):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: StatefulSetSpec = msgspec.field(default_factory=StatefulSetSpec)
     status: ReplicasStatus = msgspec.field(default_factory=ReplicasStatus)
+
+
+class RollingUpdateDaemonSet(View):
+    max_unavailable: IntOrString | None = None
+    max_surge: IntOrString | None = None
+
+
+class DaemonSetUpdateStrategy(View):
+    type: str = ""
+    rolling_update: RollingUpdateDaemonSet | None = None
+
+
+class DaemonSetSpec(View):
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
+    update_strategy: DaemonSetUpdateStrategy | None = None
+    min_ready_seconds: Int32 = 0
+    revision_history_limit: Int32 | None = None
+
+
+class DaemonSetStatus(View):
+    current_number_scheduled: Int32 = 0
+    number_misscheduled: Int32 = 0
+    desired_number_scheduled: Int32 = 0
+    number_ready: Int32 = 0
+    observed_generation: int = 0
+    updated_number_scheduled: Int32 = 0
+    number_available: Int32 = 0
+    number_unavailable: Int32 = 0
+    collision_count: Int32 | None = None
+    conditions: list[Condition] = []
+
+
+class DaemonSet(View):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: DaemonSetSpec = msgspec.field(default_factory=DaemonSetSpec)
+    status: DaemonSetStatus = msgspec.field(default_factory=DaemonSetStatus)
 
 
 # ---- jobset.x-k8s.io/v1alpha2 JobSet (a CRD) ------------------------------------------------------

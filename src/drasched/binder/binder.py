@@ -52,7 +52,7 @@ from typing import Any, Protocol
 from drasched.api import kinds
 from drasched.api.errors import ApiError, BadRequest, Conflict, Invalid, NotFound
 from drasched.api.meta import format_time
-from drasched.binder.bindingconditions import WAITING_REASON, has_binding_conditions, waiting_for
+from drasched.binder.bindingconditions import WAITING_REASON, has_binding_conditions, times_out_at, waiting_for
 from drasched.binder.claims import (
     BindFailure,
     clear_pod_claim_status,
@@ -132,13 +132,19 @@ class _Request:
         return f"{self.namespace}/{self.obj['metadata']['name']}"
 
 
+def _pod_ref(req: _Request) -> str:
+    """The pod a BindRequest binds, for remembering it across its BindRequests."""
+    return f"{req.namespace}/{req.pod_name}/{req.pod_uid or ''}"
+
+
 class _BindingPending(Exception):
     """The claims are reserved but a device's binding conditions are not met yet."""
 
-    def __init__(self, pod: Obj, detail: str) -> None:
+    def __init__(self, pod: Obj, detail: str, timeout_at: datetime | None = None) -> None:
         super().__init__(detail)
         self.pod = pod
         self.detail = detail
+        self.timeout_at = timeout_at
 
 
 @functools.lru_cache(maxsize=1)
@@ -192,6 +198,11 @@ class Binder:
         self.backoff = backoff or Backoff()
         self.name = name
         self._not_before: dict[str, datetime] = {}
+        self._timed_out: set[str] = set()
+        """Pods (by uid, key when none) whose binding conditions already timed out once here: an
+        embedded run, which does not poll, wakes for the timeout once per pod (upstream retries
+        every ``bindingTimeout`` for ever; nothing in an embedded run meets the conditions, so a
+        second wait would only repeat the first and the run would never end)."""
 
     # ---- public API --------------------------------------------------------------------
 
@@ -230,6 +241,8 @@ class Binder:
         except _BindingPending as w:
             return self._wait(req, w, attempts - 1, now)  # waiting is not a failed attempt
         except BindFailure as f:
+            if f.reason == "BindingTimeout":
+                self._timed_out.add(_pod_ref(req))
             if f.permanent or attempts >= self.max_attempts:
                 return self._fail(req, f, attempts, now)
             return self._retry(req, f, attempts, now)
@@ -285,7 +298,7 @@ class Binder:
         if has_binding_conditions(reserved):
             detail = waiting_for(reserved, now)  # raises on a failure condition or the timeout
             if detail is not None:
-                raise _BindingPending(pod, detail)
+                raise _BindingPending(pod, detail, times_out_at(reserved))
         try:
             self.store.bind(req.namespace, req.pod_name, req.node, pod_uid)
         except (Conflict, NotFound):
@@ -317,14 +330,21 @@ class Binder:
 
     def _wait(self, req: _Request, w: _BindingPending, attempts: int, now: datetime) -> BindOutcome | None:
         """The pod waits for binding conditions: say so once (status, upstream's Event), then
-        look again after ``binding_poll``; None when there is nothing new to say or do."""
-        retry_at = now + self.binding_poll if self.binding_poll is not None else None
-        if retry_at is not None:
+        look again after ``binding_poll``, or, without polling (an embedded run), when the
+        binding timeout passes, so that the wait ends as upstream's does (the attempt fails, the
+        claims are rolled back, the pod is scheduled again); None when there is nothing new to
+        say or do."""
+        polls = self.binding_poll is not None
+        retry_at: datetime | None
+        if self.binding_poll is not None:
+            retry_at = now + self.binding_poll
             self._not_before[req.obj["metadata"].get("uid", "")] = retry_at
+        else:  # not polling: the wake-up goes out with the first word of the wait, and only then
+            retry_at = w.timeout_at if _pod_ref(req) not in self._timed_out else None
         status = req.obj.get("status") or {}
         message = f"waiting for binding conditions for device on node {req.node}: {w.detail}"
         if status.get("reason") == WAITING_REASON and status.get("message") == message:
-            if retry_at is None:
+            if retry_at is None or not polls:
                 return None
             return BindOutcome(req.br_key, PENDING, WAITING_REASON, message, attempts, retry_at)
         out = self._record(req.obj, PENDING, WAITING_REASON, message, attempts)

@@ -53,6 +53,26 @@ def waiting_for(claims: Iterable[Obj], now: datetime, timeout: timedelta = BINDI
     return None
 
 
+def times_out_at(claims: Iterable[Obj], timeout: timedelta = BINDING_TIMEOUT) -> datetime | None:
+    """The first moment :func:`waiting_for` raises the binding timeout for ``claims`` (the
+    earliest waiting claim's ``allocationTimestamp`` plus ``timeout``, and a second more, as
+    upstream's ``isClaimTimeout`` compares strictly); None when no claim waits with a stamp.
+    An embedded run, which does not poll, wakes the binder then."""
+    out: datetime | None = None
+    for claim in claims:
+        if _claim_waits_for(claim) is None:
+            continue
+        stamp = ((claim.get("status") or {}).get("allocation") or {}).get("allocationTimestamp")
+        if not stamp or not any(r.get("bindingConditions") is not None for r in _results(claim)):
+            continue
+        try:
+            at = parse_time(str(stamp)) + timeout + timedelta(seconds=1)
+        except ValueError:
+            continue
+        out = at if out is None or at < out else out
+    return out
+
+
 def _claim_waits_for(claim: Obj) -> str | None:
     """The first unmet binding condition of ``claim`` (None: ready), as ``isClaimReadyForBinding``."""
     if not ((claim.get("status") or {}).get("allocation")):

@@ -256,22 +256,11 @@ class DeviceTaintEvictionController:
 
     def _evict(self, ctx: ControllerContext, pod: Obj, ev: Eviction) -> bool:
         """Upstream ``addConditionAndDeletePod``: Event, DisruptionTarget condition, delete."""
-        md = pod.get("metadata") or {}
-        name, namespace, uid = md.get("name", ""), md.get("namespace"), md.get("uid")
+        uid = (pod.get("metadata") or {}).get("uid")
         ctx.event(pod, "Normal", "DeviceTaintManagerEviction", "Marking for deletion", component=self.name)
         try:
-            cond = get_condition(pod, "DisruptionTarget")
-            if not cond or cond.get("status") != "True" or cond.get("reason") != "DeletionByDeviceTaintManager":
-                updated = copy.deepcopy(pod)
-                status = updated.setdefault("status", {})
-                status["conditions"] = [c for c in status.get("conditions") or []
-                                        if c.get("type") != "DisruptionTarget"] + [{
-                    "type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
-                    "lastTransitionTime": format_time(ctx.now()),
-                    "reason": "DeletionByDeviceTaintManager",
-                    "message": "Device Taint manager: deleting due to NoExecute taint"}]
-                ctx.store.update_status(updated)
-            ctx.store.delete(kinds.POD, name, namespace, uid=uid)
+            add_condition_and_delete(ctx, pod, "DeletionByDeviceTaintManager",
+                                     "Device Taint manager: deleting due to NoExecute taint")
         except NotFound:
             self._done.add(str(uid))
             return True
@@ -326,6 +315,23 @@ class DeviceTaintEvictionController:
                 continue
             wrote = True
         return wrote
+
+
+def add_condition_and_delete(ctx: ControllerContext, pod: Obj, reason: str, message: str) -> None:
+    """Upstream ``addConditionAndDeletePod`` (both taint eviction controllers): the pod condition
+    ``DisruptionTarget=True`` with ``reason``, then delete with the pod's uid as precondition;
+    raises the API error of either write."""
+    md = pod.get("metadata") or {}
+    cond = get_condition(pod, "DisruptionTarget")
+    if not cond or cond.get("status") != "True" or cond.get("reason") != reason:
+        updated = copy.deepcopy(pod)
+        status = updated.setdefault("status", {})
+        status["conditions"] = [c for c in status.get("conditions") or []
+                                if c.get("type") != "DisruptionTarget"] + [{
+            "type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
+            "lastTransitionTime": format_time(ctx.now()), "reason": reason, "message": message}]
+        ctx.store.update_status(updated)
+    ctx.store.delete(kinds.POD, str(md.get("name", "")), md.get("namespace"), uid=md.get("uid"))
 
 
 def _pod_key(pod: Obj) -> tuple[str, str]:

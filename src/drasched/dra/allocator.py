@@ -59,7 +59,7 @@ from drasched.api.resource import (
 )
 from drasched.dra import explain as ex
 from drasched.dra.allocated_state import AllocatedState
-from drasched.dra.capacity import CapacityError, Consumption, consumption
+from drasched.dra.capacity import CapacityError, Consumption, consumption, policy_refusal
 from drasched.dra.explain import Reason
 from drasched.dra.nodes import node_selector_matches
 from drasched.dra.pools import DeviceEntry, DeviceID, NodePools, Pool, PoolID, PoolIndex, qualify
@@ -985,7 +985,7 @@ class Allocator:
         if a.all_mode:
             for c in a.cands.selectable:
                 if c.too_small:
-                    k = _too_small(a, c)
+                    k = _too_small(a, c, details)
                     counts[k] = counts.get(k, 0) + 1
             if listing and free == len(listing):
                 return None
@@ -1006,7 +1006,7 @@ class Allocator:
                     details.append(t)
             return ex.TAINTED
         if c.too_small:
-            return _too_small(a, c)
+            return _too_small(a, c, details)
         if not a.admin and self.state.in_use(d.id):
             return ex.IN_USE
         if self._capacity_exhausted(c):
@@ -1448,8 +1448,14 @@ class _Search:
                 used[(set_name, cname)] -= v
 
 
-def _too_small(a: _Req, c: _Cand) -> str:
-    """Why a device cannot serve a request's capacity: it lacks a capacity asked for, or has too little."""
+def _too_small(a: _Req, c: _Cand, details: list[str]) -> str:
+    """Why a device cannot serve a request's capacity: it lacks a capacity asked for, its
+    ``requestPolicy`` refuses the amount (named in ``details``), or it has too little."""
     if any(qualify(name, c.dev.driver) not in c.dev.capacity for name in a.capacity or ()):
         return ex.LACKS_CAPACITY
+    refusal = policy_refusal(c.dev, a.capacity)
+    if refusal is not None:
+        if refusal not in details:
+            details.append(refusal)
+        return ex.POLICY_REFUSED
     return ex.INSUFFICIENT_CAPACITY

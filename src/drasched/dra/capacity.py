@@ -25,7 +25,7 @@ from drasched.api.resource import CapacityRequestPolicy
 from drasched.dra.pools import DeviceEntry, format_quantity, qualify, quantity, qvalue
 from drasched.quantity import QuantityError
 
-__all__ = ["CapacityError", "Consumption", "consumption"]
+__all__ = ["CapacityError", "Consumption", "consumption", "policy_refusal"]
 
 MAX_INT64 = 2**63 - 1
 NOT_REPRESENTABLE = "capacity request cannot be represented in the device's range arithmetic"
@@ -137,3 +137,29 @@ def consumption(dev: DeviceEntry, requests: dict[str, str | int | float] | None)
     except QuantityError:
         return None
     return Consumption(amounts, wire)
+
+
+def policy_refusal(dev: DeviceEntry, requests: dict[str, str | int | float] | None) -> str | None:
+    """Why ``dev``'s ``requestPolicy`` refuses a requested amount although the device may have
+    room: ``request 9Gi exceeds the requestPolicy maximum 8Gi of capacity memory`` (the amount
+    rounded up by the policy is above ``validRange.max`` or every ``validValues`` entry); ``None``
+    when no requested capacity is refused by its policy."""
+    for name, raw in (requests or {}).items():
+        cap = dev.capacity.get(qualify(name, dev.driver))
+        if cap is None or cap.policy is None:
+            continue
+        try:
+            value, _ = _round_up(raw, cap.policy)
+            if not _violates(value, cap.policy):
+                continue
+            rng, values = cap.policy.valid_range, cap.policy.valid_values
+            if rng is not None and rng.max is not None and value > qvalue(rng.max):
+                top = str(quantity(rng.max))
+            elif rng is None and values:
+                top = str(max((quantity(v) for v in values), key=lambda q: q.value))
+            else:
+                return f"request {quantity(raw)} does not fit the requestPolicy of capacity {cap.name}"
+            return f"request {quantity(raw)} exceeds the requestPolicy maximum {top} of capacity {cap.name}"
+        except (CapacityError, QuantityError):
+            continue
+    return None

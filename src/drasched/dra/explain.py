@@ -55,6 +55,9 @@ FAILED_REQUEST_SELECTOR = "failed request selector"
 UNSUPPORTED = "need a disabled feature"
 TAINTED = "tainted"
 LACKS_CAPACITY = "lack a requested capacity"
+POLICY_REFUSED = "refused by requestPolicy"
+"""KEP-5075: the capacity's ``requestPolicy`` (``validRange``, ``validValues``) refuses the amount
+asked for, whatever room the device has; the details name the capacity and the limit."""
 INSUFFICIENT_CAPACITY = "too small"
 IN_USE = "in use"
 COUNTERS_EXHAUSTED = "counters exhausted"
@@ -65,6 +68,7 @@ COUNT_ORDER = (
     UNSUPPORTED,
     TAINTED,
     LACKS_CAPACITY,
+    POLICY_REFUSED,
     INSUFFICIENT_CAPACITY,
     IN_USE,
     COUNTERS_EXHAUSTED,
@@ -130,7 +134,8 @@ def _phrase(kind: str, cls: str, claim: str, request: str, counts: dict[str, int
     if kind == TIMED_OUT:
         return f"allocation search gave up{extra}"
     if kind == CLAIM_ELSEWHERE:
-        return f"claim {claim} is allocated for other nodes"
+        # upstream DynamicResources Filter: "resourceclaim not available on the node"; the claim named after it
+        return f"resourceclaim not available on the node (claim {claim})"
     if kind == CLAIM_TAINTED:
         return f"claim {claim} has devices with untolerated taints{extra}"
     return f"{kind}{extra}"

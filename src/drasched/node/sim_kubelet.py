@@ -5,6 +5,11 @@ What it does, per pod bound to a node (``spec.nodeName`` set):
 * **Drivers.** A Node annotated ``drasched.io/sim-gpus`` runs the example GPU driver's
   mock inventory: its ResourceSlices are published and its plugin registered in process
   (see :mod:`drasched.node.sim_drivers`); the driver follows the annotation and the node.
+* **Admit.** First a pod is admitted as upstream's kubelet does (:mod:`drasched.node.admission`):
+  on a node that does not exist it stays Pending; requests that do not fit the node's allocatable
+  next to the pods admitted there, a node affinity / nodeSelector it does not match or an
+  untolerated NoExecute taint reject it: phase ``Failed``, ``status.reason`` ``OutOfcpu`` (...),
+  ``NodeAffinity`` or ``TaintToleration``, message ``Pod was rejected: ...``, a Warning event.
 * **Start.** A Pending pod becomes Running (``startTime``, Ready conditions, container
   statuses) once every claim it uses is allocated and reserved for it or for its
   PodGroup (as the real kubelet refuses to run a pod its claims are not reserved for),
@@ -16,11 +21,15 @@ What it does, per pod bound to a node (``spec.nodeName`` set):
   runner is asked to wake then. Without the annotation a pod runs forever. With
   ``drasched.io/sim-exit-code: <n>`` (n != 0) it ends Failed instead, every container
   terminated with that exit code (reason ``Error``), as a Job's podFailurePolicy reads it.
+  With ``restartPolicy: OnFailure`` the containers restart in the same pod instead
+  (``restartCount``; the first restart at once, then ``CrashLoopBackOff`` of 10s doubling to 5m).
 * **Remove.** A pod being deleted (``deletionTimestamp`` set) is finished with a force
   delete, as the kubelet ends a graceful deletion once its containers stopped. A pod
   annotated ``drasched.io/sim-termination: <Go duration>`` takes that long to stop (at most
   its grace period, when the kubelet kills it): until then it holds its node's resources
-  and devices, as a slow-stopping container does.
+  and devices, as a slow-stopping container does. A Running pod is first marked ``Failed``
+  (containers terminated, exit code 137), as upstream's kubelet puts a killed pod in a terminal
+  phase, and removed on the next pass.
 
 Prepare errors (the upstream kubelet's ``FailedPrepareDynamicResources``) are a Warning
 event on the pod. The upstream kubelet retries forever; a simulation must end, so an error
@@ -63,6 +72,7 @@ from drasched.dra.claimrules import (
     pod_claim_name,
     pod_group_name,
 )
+from drasched.node.admission import Rejection, admit
 from drasched.node.inprocess import DriverRegistry, prepare_in_process, unprepare_in_process
 from drasched.node.sim_drivers import SimNodeDrivers
 from drasched.store.informer import Informer
@@ -94,6 +104,38 @@ def _set_condition(conds: list[Obj], cond_type: str, status: str, now: str, reas
     if reason:
         cond["reason"] = reason
     conds.append(cond)
+
+
+def _restart_delay(restarts: int) -> int:
+    """Seconds before restart number ``restarts + 1``: none for the first, then 10s doubling to 300s."""
+    return 0 if restarts <= 0 else min(10 * 2 ** (restarts - 1), 300)
+
+
+def _go_seconds(seconds: int) -> str:
+    """A Go ``time.Duration`` string of whole seconds (``10s``, ``2m40s``, ``5m0s``)."""
+    minutes, rest = divmod(seconds, 60)
+    return f"{minutes}m{rest}s" if minutes else f"{rest}s"
+
+
+def _running_since(pod: Obj) -> str | None:
+    """When the (first) container last started running."""
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        started = ((cs.get("state") or {}).get("running") or {}).get("startedAt")
+        if started:
+            return str(started)
+    return None
+
+
+def _crash_loop(pod: Obj) -> datetime | None:
+    """When the containers of a pod in ``CrashLoopBackOff`` last terminated, else None."""
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        if ((cs.get("state") or {}).get("waiting") or {}).get("reason") == "CrashLoopBackOff":
+            finished = ((cs.get("lastState") or {}).get("terminated") or {}).get("finishedAt")
+            try:
+                return parse_time(str(finished))
+            except ValueError:
+                return None
+    return None
 
 
 @dataclass(frozen=True)
@@ -136,6 +178,10 @@ class SimulatedKubelet:
         """Pod UIDs found Running whose claims were offered to their node's drivers."""
         self._waiting: set[tuple[str, str]] = set()
         """Bound pods still Pending at the last pass: every pass looks at them again."""
+        self._admitted: set[str] = set()
+        """Pod UIDs the kubelet admitted (they count on their node while Pending too)."""
+        self._on_node: dict[str, list[Obj]] | None = None
+        """Per pass: node name -> the admitted pods that hold its resources (built on first use)."""
 
     def _attach(self, ctx: ControllerContext) -> None:
         if self._store is ctx.store:
@@ -155,6 +201,7 @@ class SimulatedKubelet:
         self._held.clear()
         self._adopted.clear()
         self._waiting.clear()
+        self._admitted.clear()
         self._again = True
 
     def close(self) -> None:
@@ -165,16 +212,18 @@ class SimulatedKubelet:
         """A pass over the bound pods that may have work: changed, due, or waiting to start."""
         self._attach(ctx)
         changed = [inf.sync() for inf in (self.pods, self.claims, self.groups)]
-        drivers_changed = self.nodes.sync() and self.node_drivers.sync(ctx, self.nodes.values())
+        nodes_changed = self.nodes.sync()
+        drivers_changed = nodes_changed and self.node_drivers.sync(ctx, self.nodes.values())
         due: set[tuple[str, str]] = set()
         while self._deadlines and self._deadlines[0][0] <= ctx.now():
             entry = heapq.heappop(self._deadlines)
             self._scheduled.discard(entry)
             namespace, _, name = entry[1].partition("/")
             due.add((namespace, name))
-        if not any(changed) and not due and not self._again and not drivers_changed:
+        if not any(changed) and not due and not self._again and not nodes_changed:
             return False
         self.ctx = ctx
+        self._on_node = None
         progress = drivers_changed
         bound = self._to_visit(due, everything=drivers_changed)
         self._waiting = {(_md(p).get("namespace") or "", _md(p).get("name") or "") for p in bound
@@ -336,6 +385,16 @@ class SimulatedKubelet:
         return claims, None, False
 
     def _start(self, pod: Obj) -> bool:
+        uid = _md(pod).get("uid", "")
+        if uid not in self._admitted:
+            node = self.nodes.get(_node(pod))
+            if node is None:
+                return False  # no kubelet runs there: the pod stays Pending (upstream: nobody runs it)
+            rejection = admit(pod, node, self._holding(_node(pod)))
+            if rejection is not None:
+                return self._reject(pod, rejection)
+            self._admitted.add(uid)
+            self._holding(_node(pod)).append(pod)
         claims, waiting, unpreparable = self._claims_ready(pod)
         if waiting is not None:
             if unpreparable:  # a pod bound with its claim unallocated (nodeName set by hand): upstream's kubelet
@@ -365,13 +424,41 @@ class SimulatedKubelet:
                         + (f" with claims {', '.join(_md(c).get('name', '') for c in claims)}" if claims else ""))
         return True
 
+    def _holding(self, node: str) -> list[Obj]:
+        """The pods admitted on ``node`` that still hold its resources (not terminal: a pod being
+        deleted holds them until its containers stopped), as the kubelet's active pods."""
+        if self._on_node is None:
+            self._on_node = {}
+            for p in self.pods.values():
+                phase = (p.get("status") or {}).get("phase") or "Pending"
+                if phase in ("Succeeded", "Failed") or not _node(p):
+                    continue
+                if phase == "Running" or _md(p).get("uid", "") in self._admitted:
+                    self._on_node.setdefault(_node(p), []).append(p)
+        return self._on_node.setdefault(node, [])
+
+    def _reject(self, pod: Obj, rejection: Rejection) -> bool:
+        """Upstream ``kubelet.rejectPod``: a Warning event, phase Failed with the reason and
+        ``Pod was rejected: <message>``; no container ever started."""
+        message = f"Pod was rejected: {rejection.message}"
+        status = clone(pod.get("status") or {})
+        status.update(phase="Failed", reason=rejection.reason, message=message)
+        if not self._write_status(pod, status):
+            return True
+        self.ctx.event(pod, "Warning", rejection.reason, rejection.message, component=self.name)
+        self.ctx.decide(self.name, "reject", pod, f"{rejection.reason}: {message}")
+        return True
+
     def _maybe_complete(self, pod: Obj) -> bool:
         text = (_md(pod).get("annotations") or {}).get(SIM_DURATION_ANNOTATION)
         if text is None:
             return False
+        waiting = _crash_loop(pod)
+        if waiting is not None:
+            return self._maybe_restart(pod, waiting)
         try:
             duration = parse_go_duration(text)
-            started = parse_time((pod.get("status") or {}).get("startTime")
+            started = parse_time(_running_since(pod) or (pod.get("status") or {}).get("startTime")
                                  or _md(pod).get("creationTimestamp") or "")
         except ValueError as exc:
             self._warn_once(pod, "InvalidSimDuration", f"annotation {SIM_DURATION_ANNOTATION}: {exc}; "
@@ -382,6 +469,8 @@ class SimulatedKubelet:
             self._wake(deadline, f"{_md(pod).get('namespace')}/{_md(pod).get('name')}")
             return False
         exit_code = self._exit_code(pod)
+        if exit_code != 0 and (pod.get("spec") or {}).get("restartPolicy") == "OnFailure":
+            return self._crash(pod, exit_code, text)
         claims, _, _ = self._claims_ready(pod)
         self._unprepare(pod, claims)
         now = format_time(self.ctx.now())
@@ -399,6 +488,63 @@ class SimulatedKubelet:
             return True
         self.ctx.decide(self.name, "complete", pod, f"{status['phase']} after {text} ({SIM_DURATION_ANNOTATION}"
                         + (f", exit code {exit_code})" if exit_code else ")"))
+        return True
+
+    def _crash(self, pod: Obj, exit_code: int, text: str) -> bool:
+        """``restartPolicy: OnFailure``: the containers exited non-zero, so the kubelet restarts
+        them in the same pod (the pod stays Running). Upstream's container back-off
+        (pkg/kubelet/kuberuntime ``doBackOff``, ``flowcontrol.Backoff`` of 10s doubling to
+        300s): the first restart is at once, each later one waits in ``CrashLoopBackOff``."""
+        now = format_time(self.ctx.now())
+        status = clone(pod.get("status") or {})
+        restarts = max((int(cs.get("restartCount") or 0) for cs in status.get("containerStatuses") or []),
+                       default=0)
+        delay = _restart_delay(restarts)
+        for cs in status.get("containerStatuses") or []:
+            started_at = ((cs.get("state") or {}).get("running") or {}).get("startedAt", now)
+            cs["lastState"] = {"terminated": {"exitCode": exit_code, "reason": "Error", "startedAt": started_at,
+                                              "finishedAt": now}}
+            if delay:
+                cs.update(ready=False, started=False, state={"waiting": {
+                    "reason": "CrashLoopBackOff",
+                    "message": f"back-off {_go_seconds(delay)} restarting failed container={cs.get('name')} "
+                               f"pod={_md(pod).get('name')}_{_md(pod).get('namespace')}({_md(pod).get('uid')})"}})
+            else:
+                cs.update(ready=True, started=True, restartCount=int(cs.get("restartCount") or 0) + 1,
+                          state={"running": {"startedAt": now}})
+        if delay:
+            conds = status.setdefault("conditions", [])
+            for cond_type in ("ContainersReady", "Ready"):
+                _set_condition(conds, cond_type, "False", now, reason="ContainersNotReady")
+        if not self._write_status(pod, status):
+            return True
+        self.ctx.decide(self.name, "restart", pod, f"exit code {exit_code} after {text} ({SIM_DURATION_ANNOTATION}); "
+                        + (f"back-off {_go_seconds(delay)}" if delay else "restarted at once")
+                        + " (restartPolicy OnFailure)")
+        if delay:
+            self._wake(self.ctx.now() + timedelta(seconds=delay),
+                       f"{_md(pod).get('namespace')}/{_md(pod).get('name')}")
+        return True
+
+    def _maybe_restart(self, pod: Obj, finished: datetime) -> bool:
+        """A container in CrashLoopBackOff starts again once its back-off is over."""
+        status = clone(pod.get("status") or {})
+        restarts = max((int(cs.get("restartCount") or 0) for cs in status.get("containerStatuses") or []),
+                       default=0)
+        due = finished + timedelta(seconds=_restart_delay(restarts))
+        if self.ctx.now() < due:
+            self._wake(due, f"{_md(pod).get('namespace')}/{_md(pod).get('name')}")
+            return False
+        now = format_time(self.ctx.now())
+        for cs in status.get("containerStatuses") or []:
+            cs.update(ready=True, started=True, restartCount=int(cs.get("restartCount") or 0) + 1,
+                      state={"running": {"startedAt": now}})
+        conds = status.setdefault("conditions", [])
+        for cond_type in ("ContainersReady", "Ready"):
+            _set_condition(conds, cond_type, "True", now)
+        if not self._write_status(pod, status):
+            return True
+        self.ctx.decide(self.name, "restart", pod, f"containers restarted after back-off (restart {restarts + 1})")
         return True
 
     def _exit_code(self, pod: Obj) -> int:
@@ -435,6 +581,8 @@ class SimulatedKubelet:
             return False
         claims, _, _ = self._claims_ready(pod)
         self._unprepare(pod, claims)
+        if (pod.get("status") or {}).get("phase") == "Running":
+            return self._stopped(pod)
         try:
             self.ctx.store.delete(kinds.POD, md.get("name", ""), md.get("namespace"), uid=md.get("uid"),
                                   grace_period_seconds=0)
@@ -446,6 +594,26 @@ class SimulatedKubelet:
         self.pods.forget(md.get("name", ""), md.get("namespace"))
         self.ctx.decide(self.name, "remove", pod, "containers stopped; pod deleted (grace period 0)")
         return True
+
+    def _stopped(self, pod: Obj) -> bool:
+        """A deleted pod whose containers were killed goes to a terminal phase before the
+        kubelet removes it (upstream since 1.27: ``Failed`` unless it had succeeded), so the
+        Job controller reads its last status (a ``DisruptionTarget`` condition, say) as
+        upstream's does through its tracking finalizer. Removed on the next pass."""
+        now = format_time(self.ctx.now())
+        status = clone(pod.get("status") or {})
+        status["phase"] = "Failed"
+        conds = status.setdefault("conditions", [])
+        for cond_type in ("PodReadyToStartContainers", "ContainersReady", "Ready"):
+            _set_condition(conds, cond_type, "False", now, reason="PodFailed")
+        for cs in status.get("containerStatuses") or []:
+            state = cs.get("state") or {}
+            if "terminated" in state:
+                continue
+            started_at = (state.get("running") or {}).get("startedAt", now)
+            cs.update(ready=False, started=False, state={"terminated": {
+                "exitCode": 137, "reason": "Error", "startedAt": started_at, "finishedAt": now}})
+        return self._write_status(pod, status) or True
 
     def _stop_time(self, pod: Obj) -> datetime | None:
         """When a deleted pod's containers have stopped (``None``: at once)."""

@@ -7,7 +7,9 @@ fresh session over the final state, rolled back afterwards), so each node's reas
 same filters, vector fit and allocator reasons that build the PodScheduled message, for that
 node alone. What holds for every node (a queue over its limit, a claim not created yet)
 is said once; a pod that fits a node on its own but still waits is held back by its gang
-or its queue, as its PodScheduled message says.
+or its queue, as its PodScheduled message says. A pod with ``spec.schedulingGates`` is not
+tried at all (upstream's SchedulingGates PreEnqueue keeps it out of the queue): its gates are
+named instead.
 """
 
 from __future__ import annotations
@@ -61,11 +63,17 @@ class Explanation:
     gang: str | None = None
     """The pod's gang, when it has one: how many of it must fit together."""
     hints: list[str] = field(default_factory=list)
+    gates: list[str] = field(default_factory=list)
+    """Its ``spec.schedulingGates`` names: while any is left, no scheduler tries it."""
 
     def lines(self) -> list[str]:
         if self.node:
             return [f"pod {self.pod} is bound to {self.node}"]
         out = [f"pod {self.pod} is pending: {self.message or 'not tried yet'}"]
+        if self.gates:
+            out.append(f"  gated: scheduling gates {', '.join(self.gates)}: no scheduler tries it, on any node, "
+                       "until every gate is removed from spec.schedulingGates")
+            return out
         if self.gang:
             out.append(f"  gang: {self.gang}")
         if self.everywhere:
@@ -107,6 +115,10 @@ def explain(objects: Sequence[Obj], pod: str, *, max_rounds: int = 100_000) -> E
                     if c.get("type") == "PodScheduled" and c.get("status") == "False"), "")
     out = Explanation(pod, node, message)
     if node:
+        return out
+    gates = (obj.get("spec") or {}).get("schedulingGates") or []
+    out.gates = [str(g.get("name")) for g in gates if isinstance(g, dict)]
+    if out.gates:
         return out
     tried = _try_each_node(sim, pod)
     if tried is None:
@@ -154,7 +166,7 @@ def _about_the_pod(failure: str, n_nodes: int) -> bool:
     return (n_nodes > 1 and MSG_OUTSIDE_DOMAIN not in failure) or _limit(failure) is not None
 
 
-_INSUFFICIENT = re.compile(r"insufficient (?P<res>[^\s,;]+)")
+_INSUFFICIENT = re.compile(r"Insufficient (?P<res>[^\s,;]+)")
 _NOT_ENOUGH = re.compile(r"not enough (?P<cls>\S+) devices")
 
 

@@ -26,7 +26,13 @@ from drasched.scheduler.cache import WATCHED, SchedulerCache
 from drasched.scheduler.config import ConfigError, SchedulerConfig, config_from_yaml
 from drasched.scheduler.constants import DEFAULT_QUEUE, POD_SCHEDULED
 from drasched.scheduler.cycle import CycleResult, run_cycle
-from drasched.scheduler.eviction import EVENT_REASONS
+from drasched.scheduler.eviction import (
+    DISRUPTION_MESSAGES,
+    DISRUPTION_TARGET,
+    EVENT_REASONS,
+    PREEMPTION_BY_SCHEDULER,
+    Eviction,
+)
 from drasched.scheduler.foreign_writes import is_translated, report_problems, source_of, write_upstream_condition
 from drasched.scheduler.groups import GroupInfo
 from drasched.scheduler.groupstatus import pod_group_status
@@ -126,6 +132,12 @@ class PodSignatures:
     def sweep(self) -> None:
         """Forget the pods not asked about since the last sweep."""
         self._kept, self._used = self._used, {}
+
+
+def waits_for_an_object(message: str) -> bool:
+    """Whether an unschedulable message says the pod waits for an object to be created (its
+    claims, its PodGroup, a template, a queue): held back for the claim-wait grace."""
+    return " to be created" in message or "does not exist" in message
 
 
 def missing_claims(g: GroupInfo, claims: Mapping[str, Any]) -> frozenset[str]:
@@ -374,7 +386,7 @@ class SchedulerController:
         for key in result.failed_gangs:
             # A pod still waiting for its claims to be created was not really tried (upstream holds
             # such a pod before its queue, in PreEnqueue): its claims' arrival retries it at once.
-            if any(" to be created" in messages.get(p.key, "") for p in snap.groups[key].pending):
+            if any(waits_for_an_object(messages.get(p.key, "")) for p in snap.groups[key].pending):
                 # Tried again once the claim-wait grace ends if its condition was held back for it,
                 # so a claim that never comes (a resourceClaimName nobody creates) is reported then.
                 retry = min([until, *(t for t in self._grace_ends(snap.groups[key], messages) if t > now)])
@@ -578,7 +590,10 @@ class SchedulerController:
             self._pool = None
 
     def _claim_wait_pending(self, ctx: ControllerContext, uid: str, created: str, message: str) -> bool:
-        """Whether to hold back "waiting for a ResourceClaim to be created [from template]" for now.
+        """Whether to hold back "waiting for a ResourceClaim to be created [from template]" for now,
+        or a message naming an object that does not exist yet (its PodGroup, ResourceClaimTemplate,
+        Queue: ``kubectl apply`` of one file creates them a moment apart, and their watch events
+        may come after the pod's).
 
         In a cluster the claim controller runs beside the scheduler, so the scheduler sees
         most new pods a moment before their claims exist, and the claim's watch event can
@@ -586,7 +601,7 @@ class SchedulerController:
         each would double the API writes per pod for a state that lasts milliseconds
         (upstream's scheduler holds such pods back without a status write).
         """
-        if self.claim_wait_grace is None or " to be created" not in message or not created:
+        if self.claim_wait_grace is None or not waits_for_an_object(message) or not created:
             return False
         if self.claims_queued is not None and self.claims_queued(uid):
             return True  # in the claim controller's queue: it gets its claims in a later pass
@@ -604,11 +619,16 @@ class SchedulerController:
         wrote = False
         for ev in result.evictions:
             victim = ev.victim
+            marked = self._mark_disruption_target(ctx, ev)
+            if marked is None:
+                continue  # gone meanwhile
             try:
                 ctx.store.evict(victim.namespace, victim.name, uid=victim.uid)
             except NotFound:
                 continue
             except ApiError as exc:  # 429 from a budget, or a conflict: choose another victim for a while
+                if marked:
+                    self._unmark_disruption_target(ctx, victim)
                 self._refused[victim.uid] = ctx.now() + REFUSED_BACKOFF
                 message = f"cannot evict pod {victim.key} for it: {exc.message}"
                 ctx.event(ev.preemptor.obj, "Warning", "EvictionRefused", message)
@@ -618,6 +638,47 @@ class SchedulerController:
             ctx.decide(self.name, "evict", victim.obj, ev.message())
             wrote = True
         return wrote
+
+    def _mark_disruption_target(self, ctx: ControllerContext, ev: Eviction) -> bool | None:
+        """``DisruptionTarget=True`` on the victim before it is evicted, as upstream's preemption
+        does before it deletes one (pkg/scheduler/framework/preemption ``prepareCandidate``):
+        reason ``PreemptionByScheduler``, message ``<schedulerName>: preempting to accommodate a
+        higher priority pod``; a reclaim or a consolidation says so in the message. A Job's
+        ``podFailurePolicy`` matches it. True when written, False when not (a refused write: the
+        eviction goes on), None when the victim is gone."""
+        victim = ev.victim
+        scheduler = str((ev.preemptor.obj.get("spec") or {}).get("schedulerName") or "default-scheduler")
+        cond: Obj = {"type": DISRUPTION_TARGET, "status": "True", "lastProbeTime": None,
+                     "lastTransitionTime": format_time(ctx.now()), "reason": PREEMPTION_BY_SCHEDULER,
+                     "message": f"{scheduler}: {DISRUPTION_MESSAGES[ev.action]}"}
+        pod = victim.obj
+        conds = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != DISRUPTION_TARGET]
+        md = pod["metadata"]
+        patch = {"metadata": {"resourceVersion": md["resourceVersion"]}, "status": {"conditions": [*conds, cond]}}
+        try:
+            ctx.store.patch(kinds.POD, md["name"], md["namespace"], patch, subresource="status")
+        except NotFound:
+            return None
+        except ApiError:
+            self._write_failures += 1
+            return False  # changed meanwhile: the eviction API still writes its own DisruptionTarget
+        return True
+
+    def _unmark_disruption_target(self, ctx: ControllerContext, victim: PodInfo) -> None:
+        """Take back the condition of a victim the eviction API refused: it is not disrupted
+        (upstream's disruption controller resets such a stale condition)."""
+        try:
+            pod = ctx.store.get(kinds.POD, victim.name, victim.namespace)
+        except ApiError:
+            return
+        if (pod.get("metadata") or {}).get("uid") != victim.uid:
+            return
+        conds = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != DISRUPTION_TARGET]
+        patch = {"metadata": {"resourceVersion": pod["metadata"]["resourceVersion"]}, "status": {"conditions": conds}}
+        try:
+            ctx.store.patch(kinds.POD, victim.name, victim.namespace, patch, subresource="status")
+        except ApiError:
+            self._write_failures += 1
 
     def _patch_status(self, ctx: ControllerContext, pod: Obj, status: Obj) -> bool:
         md = pod["metadata"]

@@ -18,6 +18,16 @@ PREEMPT = "preempt"
 CONSOLIDATE = "consolidate"
 EVENT_REASONS = {RECLAIM: "Reclaimed", PREEMPT: "Preempted", CONSOLIDATE: "Consolidated"}
 """The Event reason on a victim, per action (upstream's preemption uses ``Preempted``)."""
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+"""The victim's ``DisruptionTarget`` reason, whatever the action: upstream's only reason for a
+scheduler (``v1.PodReasonPreemptionByScheduler``)."""
+DISRUPTION_MESSAGES = {
+    PREEMPT: "preempting to accommodate a higher priority pod",
+    RECLAIM: "reclaiming resources to accommodate a pod of another queue",
+    CONSOLIDATE: "consolidating to accommodate a pending pod",
+}
+"""After ``<schedulerName>: ``; the preempt one is upstream's (preemption.go ``prepareCandidate``)."""
 
 
 @dataclass(frozen=True, slots=True)

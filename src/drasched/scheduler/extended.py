@@ -11,7 +11,7 @@ as upstream's ``noderesources`` and ``DynamicResources`` plugins decide it:
   node-specific special claim (``container-<i>-request-<j>``), which the allocator must
   satisfy next to the pod's real claims; the vector fit checks it only as a necessary
   condition on the class's device-count row (GPU classes: on the GPU row);
-* any other resource the node lacks makes the pod not fit there (``insufficient <name>``).
+* any other resource the node lacks makes the pod not fit there (``Insufficient <name>``).
 
 Requests of 0 are ignored, as upstream. A resource whose accounting dimension is the GPU
 (``nvidia.com/gpu``, any name of a GPU class) is checked on the one GPU row whatever its

@@ -3,8 +3,11 @@
 Per-node reasons are counted as upstream does (a node can give several). DRA reasons go
 through :func:`drasched.dra.explain.summarize_nodes`: each phrase counts the nodes it holds
 for, and its numbers hold on each of them. The reasons of a single node stay one item
-(``1 not enough ... ; constraint unmet: ...``). Reasons that are not about nodes (a queue over
-its limit) are appended.
+(``1 not enough ... ; constraint unmet: ...``). The ``"<count> <reason>"`` items are joined in
+upstream's order: ``FitError.Error`` (``pkg/scheduler/framework/types.go``) sorts them with
+``sort.Strings``, bytewise (``1 Insufficient cpu`` < ``1 Too many pods`` < ``1 node(s) ...``,
+``10 x`` < ``2 y``). Reasons that are not about nodes (a queue over its limit, a gang's) are
+appended after them, in the order they were added.
 """
 
 from __future__ import annotations
@@ -49,8 +52,8 @@ class Diagnosis:
     def message(self) -> str:
         parts = [(n, text) for text, n in self.counts.items() if n]
         parts += self.dra_parts()
-        parts.sort(key=lambda t: (-t[0], t[1]))
-        items = [f"{n} {text}" for n, text in parts] + self.extra
+        # sort.Strings on "<count> <reason>": Go compares bytes, and code point order on str is the same
+        items = sorted(f"{n} {text}" for n, text in parts) + self.extra
         if not items:
             items = ["no nodes in the cluster" if self.n_nodes == 0 else "no node was left to try"]
         return f"0/{self.n_nodes} nodes are available: {', '.join(items)}."

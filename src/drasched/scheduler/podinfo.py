@@ -167,8 +167,8 @@ _requests_memo: dict[tuple[Any, ...], dict[str, float]] = {}
 def _resources_key(spec: Obj) -> tuple[Any, ...] | None:
     """What :func:`~drasched.scheduler.resources.pod_requests` reads of ``spec``, as a hashable
     key: each container's requests and limits; ``None`` for a spec it does not cover (init
-    containers, overhead, anything not a map of plain values)."""
-    if "initContainers" in spec or "overhead" in spec:
+    containers, overhead, pod-level resources, anything not a map of plain values)."""
+    if "initContainers" in spec or "overhead" in spec or "resources" in spec:
         return None
     containers = spec.get("containers") or ()
     if not isinstance(containers, list):
@@ -285,6 +285,7 @@ def parse_node(obj: Obj, index: int) -> NodeInfo:
     md = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
+    # The API server defaults a missing allocatable to the capacity (SetDefaults_NodeStatus).
     raw = status.get("allocatable") or status.get("capacity") or {}
     allocatable: dict[str, float] = {}
     for name, value in raw.items():
@@ -292,6 +293,10 @@ def parse_node(obj: Obj, index: int) -> NodeInfo:
             allocatable[name] = to_units(name, value)
         except (QuantityError, TypeError):
             continue  # a malformed node quantity counts as none of that resource
-    allocatable.setdefault(PODS, DEFAULT_MAX_PODS)
+    if raw:
+        allocatable.setdefault(PODS, DEFAULT_MAX_PODS)
+    # else: a node with neither has nothing allocatable, not even pods, as upstream's NodeInfo
+    # (Allocatable from an empty ResourceList: AllowedPodNumber 0, so NodeResourcesFit says
+    # "Too many pods" for every pod); drasched simulate warns about such a node when it loads it.
     return NodeInfo(str(md.get("name", "")), index, dict(md.get("labels") or {}),
                     tuple(spec.get("taints") or ()), bool(spec.get("unschedulable")), allocatable, obj)

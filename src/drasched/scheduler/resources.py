@@ -13,6 +13,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+from drasched.api.pod_resources import is_supported
 from drasched.quantity import Format, Quantity, QuantityError
 from drasched.scheduler.constants import CPU, FIRST_RESOURCES, MEMORY, PODS
 
@@ -73,7 +74,10 @@ def _max(into: dict[str, float], more: Mapping[str, float]) -> None:
 
 
 def pod_requests(spec: Obj) -> Requests:
-    """Upstream ``PodRequests``: containers summed, init containers as a max, sidecars added, overhead.
+    """Upstream ``PodRequests`` (k8s.io/component-helpers/resource): containers summed, init
+    containers as a max, sidecars added; then the pod-level requests (``spec.resources``,
+    PodLevelResources) replace that sum for the names they set that pod-level supports (cpu,
+    memory, hugepages-*); then ``spec.overhead`` added.
 
     Includes ``pods: 1``. Raises ``QuantityError`` on a malformed quantity.
     """
@@ -93,6 +97,11 @@ def pod_requests(spec: Obj) -> Requests:
             _add(step, req)
             _max(init_max, step)
     _max(total, init_max)
+    pod_level = (spec.get("resources") or {}).get("requests") or {}
+    if pod_level:
+        for name, value in pod_level.items():
+            if is_supported(name):  # applyPodLevelResources
+                total[name] = to_units(name, value)
     for name, value in (spec.get("overhead") or {}).items():
         _add(total, {name: to_units(name, value)})
     total[PODS] = total.get(PODS, 0.0) + 1.0

@@ -12,10 +12,11 @@ from drasched.control import Controller
 
 def build_default_controllers() -> list[Controller]:
     controllers: list[Controller] = []
-    # 0. workload controllers (Jobs, Deployments, ReplicaSets, StatefulSets make pods) and the
+    # 0. workload controllers (Jobs, Deployments, ReplicaSets, StatefulSets, DaemonSets make pods) and the
     #    implicit PodGroups of gang workloads, so a new pod joins its gang before it is scheduled
     # 1. claim controller (claims from templates, release, deallocation) and device taint
-    #    eviction (pods on devices tainted NoExecute)
+    #    eviction (pods on devices tainted NoExecute), taint eviction (pods on nodes tainted NoExecute;
+    #    embedded only: in a cluster kube-controller-manager runs it)
     # 2. scheduler (one cycle per round)
     # 3. binder (carries out BindRequests)
     # 4. simulated kubelet (prepare, run, finish pods)
@@ -28,6 +29,9 @@ def build_default_controllers() -> list[Controller]:
     from drasched.controllers.devicetainteviction import DeviceTaintEvictionController
 
     controllers.append(DeviceTaintEvictionController())
+    from drasched.controllers.nodetainteviction import NodeTaintEvictionController
+
+    controllers.append(NodeTaintEvictionController())
     from drasched.scheduler.controller import SchedulerController
 
     controllers.append(SchedulerController())

@@ -54,7 +54,11 @@ def summary_table(result: SimResult) -> str:
     for p in sorted(pods, key=lambda p: (workload_of(p), _key(p))):
         node = (p.get("spec") or {}).get("nodeName") or "-"
         waiting = "-" if node != "-" else _cut(pending_reason(p, waits), REASON_WIDTH)
-        rows.append((workload_of(p), _key(p), node, ",".join(pod_devices(p, claims)) or "-", _phase(p), waiting))
+        # a pod holds devices once bound, or assumed (its bind waits, e.g. for binding conditions);
+        # a pending pod's claim may be allocated for another pod or node: those are not its devices
+        holds = node != "-" or _key(p) in waits
+        devices = ",".join(pod_devices(p, claims)) if holds else ""
+        rows.append((workload_of(p), _key(p), node, devices or "-", _phase(p), waiting))
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADER)] if rows else []
     lines = []
     if rows:

@@ -36,6 +36,7 @@ from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time
 from drasched.api.selectors import field_selector_matches, label_selector_matches
 from drasched.api.validation.admin_access import admin_access_causes, admin_access_status_causes
+from drasched.api.workload_defaults import prepare_daemon_set
 from drasched.store.base import ListResult, Obj, WatchEvent
 from drasched.store.watchlog import SharedObjectMutated, WatchLog, mutation_text, object_json
 from drasched.store.wire import clone, tree_copy
@@ -210,6 +211,8 @@ class MemoryStore:
         md.setdefault("uid", self._uid())
         if rt is kinds.JOB:  # the Job's selector and template labels come from its uid
             prepare_job_for_create(obj)
+        elif rt is kinds.DAEMON_SET:
+            prepare_daemon_set(obj, None)
         md.setdefault("creationTimestamp", self._now_text())
         md.pop("deletionTimestamp", None)
         md.pop("selfLink", None)
@@ -217,6 +220,8 @@ class MemoryStore:
             md.setdefault("generation", 1)
         md["resourceVersion"] = self._next_rv()
         _reset_status_on_create(rt, obj)
+        if rt is kinds.POD:
+            _scheduling_gated_condition(obj, self._now_text())
         if rt is kinds.PRIORITY_CLASS:
             self._admit_default_priority_class(obj)
         self._put(key, obj)
@@ -372,6 +377,8 @@ class MemoryStore:
             apply_crd_defaults(rt.kind, new)
             apply_builtin_defaults(rt.kind, new)
             default_taint_times(rt.kind, new, self._now_text(), current)
+            if rt is kinds.DAEMON_SET:
+                prepare_daemon_set(new, current)
             validation.validate(new, rt)
             validation.validate_update(current, new, rt)
             if rt is kinds.PRIORITY_CLASS:
@@ -481,6 +488,9 @@ class MemoryStore:
         new = clone(pod)
         new["spec"]["nodeName"] = node_name
         status = new.setdefault("status", {})
+        # Kubernetes 1.35+ (ClearingNominatedNodeNameAfterBinding, beta, on by default): the
+        # binding clears the nomination (pkg/registry/core/pod/storage/storage.go setPodNodeAndMetadata).
+        status.pop("nominatedNodeName", None)
         conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
         conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
                       "lastTransitionTime": self._now_text()})
@@ -509,7 +519,33 @@ class MemoryStore:
                 if not b.permits(disruption.is_healthy(pod)):
                     raise TooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.",
                                           "Pod", name, [_Cause("", b.refusal(), "DisruptionBudget")])
+        self._mark_evicted(pod, namespace, name)
         self.delete(kinds.POD, name, namespace, uid=uid)
+
+    def _mark_evicted(self, pod: Obj, namespace: str, name: str) -> None:
+        """The condition the eviction API writes before it deletes (upstream eviction.go
+        ``addConditionAndDeletePod``): ``DisruptionTarget=True``, reason ``EvictionByEvictionAPI``,
+        replacing one already there (``podutil.UpdatePodCondition``)."""
+        cond = {"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
+                "lastTransitionTime": self._now_text(), "reason": "EvictionByEvictionAPI",
+                "message": "Eviction API: evicting"}
+        conds = list((pod.get("status") or {}).get("conditions") or [])
+        for i, c in enumerate(conds):
+            if c.get("type") == "DisruptionTarget":
+                if c.get("status") == "True":
+                    cond["lastTransitionTime"] = c.get("lastTransitionTime")
+                if {k: c.get(k) for k in ("status", "reason", "message")} == \
+                        {k: cond[k] for k in ("status", "reason", "message")}:
+                    return
+                conds[i] = cond
+                break
+        else:
+            conds.append(cond)
+        new = clone(pod)
+        new.setdefault("status", {})["conditions"] = conds
+        new["metadata"]["resourceVersion"] = self._next_rv()
+        self._put(self._key(kinds.POD, name, namespace), new)
+        self._record(kinds.POD, "MODIFIED", new)
 
     def watch(
         self,
@@ -651,6 +687,22 @@ def _reset_status_on_create(rt: ResourceType, obj: Obj) -> None:
         obj["status"] = {}
     elif rt.has_status and rt is not kinds.NODE:
         obj.pop("status", None)
+
+
+def _scheduling_gated_condition(pod: Obj, now: str) -> None:
+    """The pod create strategy's ``applySchedulingGatedCondition`` (pkg/registry/core/pod/strategy.go):
+    a new pod with ``spec.schedulingGates`` gets ``PodScheduled=False``, reason ``SchedulingGated``
+    (what ``kubectl get`` shows as its STATUS) from the API server, not from a scheduler."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict) or not spec.get("schedulingGates"):
+        return
+    status = pod.setdefault("status", {})
+    conds = status.setdefault("conditions", [])
+    if any(isinstance(c, dict) and c.get("type") == "PodScheduled" for c in conds):
+        return
+    conds.append({"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+                  "message": "Scheduling is blocked due to non-empty scheduling gates",
+                  "lastProbeTime": None, "lastTransitionTime": now})
 
 
 def _default_pod(pod: Obj) -> None:

@@ -111,7 +111,8 @@ def test_allocated_claim_for_another_node_fails() -> None:
         {"key": "metadata.name", "operator": "In", "values": ["node-2"]}]}]}}
     out = alloc_for([]).allocate(N1, [claim("c", exact("gpu"), allocation=existing)])
     assert not out.ok
-    assert "allocated for other nodes" in out.message
+    # upstream dynamicresources.go Filter: "resourceclaim not available on the node"
+    assert "resourceclaim not available on the node (claim " in out.message
 
 
 def test_missing_class_is_a_reason() -> None:

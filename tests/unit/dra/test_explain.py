@@ -47,7 +47,7 @@ def test_a_reason_for_many_nodes_stands_for_its_own_count() -> None:
          Reason(ex.INSUFFICIENT, class_name="gpu", needed=2, free=1, counts={ex.IN_USE: 3}, nodes=1)]
     assert summarize_nodes([(3, r)]) == [(3, "not enough gpu devices: on each node 3 in use, 1 free, need 2")]
     elsewhere = Reason(ex.CLAIM_ELSEWHERE, claim="ns/c")
-    assert summarize_nodes([(2, [elsewhere])]) == [(2, "claim ns/c is allocated for other nodes")]
+    assert summarize_nodes([(2, [elsewhere])]) == [(2, "resourceclaim not available on the node (claim ns/c)")]
 
 
 def test_other_kinds() -> None:

@@ -36,8 +36,8 @@ def test_an_exhausted_counter_is_named_with_its_counter_set() -> None:
 def test_a_gang_pod_names_its_gang_and_each_nodes_reason() -> None:
     e = explain(_manifests("scheduler/004-gang-all-or-nothing.yaml"), "default/big-1")
     assert e.gang is not None and "pod group default/big needs 3 pods" in e.gang
-    assert e.nodes == {"n1": "insufficient nvidia.com/gpu", "n2": "insufficient nvidia.com/gpu"}
-    assert e.message.startswith("pod group default/big") and "2 insufficient nvidia.com/gpu" in e.message
+    assert e.nodes == {"n1": "Insufficient nvidia.com/gpu", "n2": "Insufficient nvidia.com/gpu"}
+    assert e.message.startswith("pod group default/big") and "2 Insufficient nvidia.com/gpu" in e.message
     assert any(h.startswith("n1: room once one of these leaves it: default/small-1") for h in e.hints)
 
 
@@ -145,5 +145,17 @@ def test_no_room_hint_for_a_resource_nothing_provides() -> None:
             _pod("pod0", limits={"deviceclass.resource.kubernetes.io/gpu.example.com": "1"}),
             _pod("pod1", limits={"example.com/gpu": "1"})]
     e = explain(objs, "default/pod1")
-    assert e.nodes == {"n": "insufficient example.com/gpu"}
+    assert e.nodes == {"n": "Insufficient example.com/gpu"}
     assert e.hints == ["no node and no DeviceClass provides example.com/gpu: no pod leaving makes room for it"]
+
+
+def test_a_gated_pod_names_its_gates_and_tries_no_node() -> None:
+    # upstream: the API server gives a gated pod PodScheduled=False, reason SchedulingGated
+    # (pkg/registry/core/pod/strategy.go, applySchedulingGatedCondition); no scheduler tries it
+    e = explain(_manifests("scheduler/072-scheduling-gated-pod.yaml"), "default/test-pod")
+    assert e.message == "Scheduling is blocked due to non-empty scheduling gates"
+    assert e.gates == ["example.com/foo", "example.com/bar"] and e.nodes == {} and e.gang is None
+    lines = e.lines()
+    assert lines[0] == "pod default/test-pod is pending: Scheduling is blocked due to non-empty scheduling gates"
+    assert "scheduling gates example.com/foo, example.com/bar" in lines[1]
+    assert not any("held back by its gang or queue" in line for line in lines)

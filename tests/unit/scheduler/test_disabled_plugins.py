@@ -86,19 +86,19 @@ def test_disabling_tainttoleration_ignores_taints() -> None:
 def test_disabling_podcount_lets_a_node_exceed_its_pod_count() -> None:
     on, off = both([node("a", pods="1"), pod("p1", cpu="1"), pod("p2", cpu="1")], "podCount")
     assert sorted(placed_nodes(on)) == ["p1"]
-    assert messages(on) == {"p2": "0/1 nodes are available: 1 too many pods."}
+    assert messages(on) == {"p2": "0/1 nodes are available: 1 Too many pods."}
     assert sorted(placed_nodes(off)) == ["p1", "p2"]
 
 
 def test_disabling_resourcefit_overcommits_container_requests() -> None:
     on, off = both([node("a", cpu="2"), pod("p1", cpu="2"), pod("p2", cpu="2")], "resourceFit")
-    assert messages(on) == {"p2": "0/1 nodes are available: 1 insufficient cpu."}
+    assert messages(on) == {"p2": "0/1 nodes are available: 1 Insufficient cpu."}
     assert sorted(placed_nodes(off)) == ["p1", "p2"]
 
 
 def test_disabling_resourcefit_keeps_the_pod_count() -> None:
     _, off = both([node("a", cpu="2", pods="1"), pod("p1", cpu="2"), pod("p2", cpu="2")], "resourceFit")
-    assert messages(off) == {"p2": "0/1 nodes are available: 1 too many pods."}
+    assert messages(off) == {"p2": "0/1 nodes are available: 1 Too many pods."}
 
 
 def test_disabling_dra_leaves_claim_pods_pending_with_a_message() -> None:
@@ -117,7 +117,7 @@ def test_disabling_extendedresources_serves_extended_resources_by_device_plugins
     assert placed_nodes(on) == {"p1": "dra", "p2": "dp"}
     assert placed_nodes(off) == {"p2": "dp"}
     # dra: no device plugin serves nvidia.com/gpu there; dp: one GPU, not two
-    assert messages(off) == {"p1": "0/2 nodes are available: 2 insufficient nvidia.com/gpu."}
+    assert messages(off) == {"p1": "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."}
 
 
 def test_disabling_nodeorder_tries_nodes_in_name_order() -> None:

@@ -170,12 +170,12 @@ def test_a_pending_bind_request_keeps_its_devices_until_the_binder_writes_the_cl
     w.store.create(ext_pod("c", {GPU: "1"}))
     w.store.create(second.bind_requests[0])
     third = w.cycle()
-    assert "c" in messages(third) and "insufficient nvidia.com/gpu" in messages(third)["c"]
+    assert "c" in messages(third) and "Insufficient nvidia.com/gpu" in messages(third)["c"]
 
 
 def test_an_unmapped_resource_the_node_lacks_does_not_fit() -> None:
     w = World([node("n"), gpu_class(), slice_("n", GPU_CLASS, gpus(1)), ext_pod("p", {"example.com/x": "1"})])
-    assert messages(w.cycle())["p"] == "0/1 nodes are available: 1 insufficient example.com/x."
+    assert messages(w.cycle())["p"] == "0/1 nodes are available: 1 Insufficient example.com/x."
 
 
 def test_nvidia_gpu_without_a_mapping_is_device_plugin_only() -> None:
@@ -184,7 +184,7 @@ def test_nvidia_gpu_without_a_mapping_is_device_plugin_only() -> None:
     cfg = SchedulerConfig(scheduler_names=(), gpu_device_classes=frozenset({"accel"}))
     w = World([node("n"), device_class("accel", driver="accel.example.com"),
                slice_("n", "accel.example.com", gpus(2)), ext_pod("p", {GPU: "1"})], cfg)
-    assert messages(w.cycle())["p"] == "0/1 nodes are available: 1 insufficient nvidia.com/gpu."
+    assert messages(w.cycle())["p"] == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
 
 
 # ---------------------------------------------------------------------- vectors

@@ -95,7 +95,7 @@ def test_a_shared_gpu_counts_once_and_half_pods_share_it() -> None:
         assert ext["deviceRequests"][0]["exactly"]["selectors"] == [
             {"cel": {"expression": "device.allowMultipleAllocations"}}]
         assert ext["allocation"]["devices"]["results"][0]["consumedCapacity"] == {"memory": "40Gi"}
-    assert messages(result)["h-2"] == "0/1 nodes are available: 1 insufficient nvidia.com/gpu."
+    assert messages(result)["h-2"] == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
 
 
 def test_a_whole_gpu_request_on_a_shared_gpu_takes_all_of_it() -> None:

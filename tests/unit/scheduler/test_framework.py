@@ -131,8 +131,10 @@ def test_a_malformed_configmap_is_reported_not_raised(data: Any) -> None:
 def test_every_builtin_is_enabled_by_default_and_bound_to_its_extension_points() -> None:
     profile = default_profile()
     assert list(profile.by_name) == list(BUILTINS)
-    assert [f.name for f in profile.static_filters] == ["implicitGangGate", "nodeUnschedulable", "nodeAffinity",
-                                                        "nodeSelector", "taintToleration"]
+    # upstream's Filter order (pkg/scheduler/apis/config/v1/default_plugins.go): NodeUnschedulable,
+    # TaintToleration, NodeAffinity (which holds nodeSelector too)
+    assert [f.name for f in profile.static_filters] == ["implicitGangGate", "nodeUnschedulable", "taintToleration",
+                                                        "nodeAffinity", "nodeSelector"]
     assert [f.name for f in profile.row_filters] == ["podCount", "resourceFit"]
     weights = {s.name: s.weight for s in profile.scorers}
     assert {n: weights.get(n) for n in ("nodeAffinity", "taintToleration", "nodeOrder")} == {

@@ -129,7 +129,7 @@ def test_satisfy_pod_affinity_node_without_the_key_fails_even_when_pods_match() 
     new = with_terms(labelled(pod("app", cpu="1"), app="app"), "podAffinity",
                      term(ZONE, labelSelector=sel(app="cache")))
     r = World([node("n0", {HOST: "n0", ZONE: "a"}, cpu="1"), node("bare", {HOST: "bare"}), running, new]).cycle()
-    assert messages(r)["app"] == msg(2, (1, "insufficient cpu"), (1, MSG_AFFINITY))
+    assert messages(r)["app"] == msg(2, (1, "Insufficient cpu"), (1, MSG_AFFINITY))
 
 
 def test_pod_affinity_requires_one_pod_matching_all_terms() -> None:

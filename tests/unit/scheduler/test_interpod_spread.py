@@ -75,7 +75,7 @@ def test_filter_skew_message_and_missing_label_message() -> None:
     objs = [node("n0", {HOST: "n0", ZONE: "a"}), node("n1", {HOST: "n1", ZONE: "b"}, cpu="1"),
             node("bare", {HOST: "bare"}), running("e0", "n0"), running("x", "n1", app="x"), spread_pod("new")]
     r = World(objs).cycle()
-    assert messages(r)["new"] == msg(3, (1, "insufficient cpu"), (1, MSG_SPREAD), (1, MSG_SPREAD_LABEL))
+    assert messages(r)["new"] == msg(3, (1, "Insufficient cpu"), (1, MSG_SPREAD), (1, MSG_SPREAD_LABEL))
 
 
 def test_filter_rejects_nodes_of_the_fuller_domain() -> None:

@@ -67,7 +67,7 @@ def test_fit_compares_only_requested_rows_and_counts_reasons() -> None:
     counts: Counter[str] = Counter()
     failing = fit_reasons(idle, [RowNeed(0, "cpu", 2000.0), RowNeed(1, "nvidia.com/gpu", 1.0)], base, counts)
     assert list(failing) == [False, True, True]
-    assert counts == {"insufficient cpu": 1, "insufficient nvidia.com/gpu": 1}
+    assert counts == {"Insufficient cpu": 1, "Insufficient nvidia.com/gpu": 1}
 
 
 def test_class_reasons_keep_each_nodes_numbers_in_the_allocators_words() -> None:

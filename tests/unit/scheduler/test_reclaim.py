@@ -57,7 +57,7 @@ def test_the_preemptor_takes_no_more_than_its_fair_share() -> None:
     r = w.cycle()
     assert len(r.evictions) == 2 and set(_nominated(r)) == {"b1", "b2"}
     msgs = {p.name: c["message"] for p, c in r.pod_conditions}
-    assert msgs["b3"] == msgs["b4"] == "0/2 nodes are available: 2 insufficient nvidia.com/gpu."
+    assert msgs["b3"] == msgs["b4"] == "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
 
 
 def test_a_victim_queue_is_never_pushed_below_its_deserved_quota() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from drasched.api import pod_resources
 from drasched.api.errors import Cause
 from drasched.api.validation.metadata import check_labels
 from drasched.api.validation.names import (
@@ -15,6 +16,7 @@ from drasched.api.validation.names import (
     check_subdomain,
     dict_items,
     duplicate,
+    forbidden,
     not_supported,
     required,
     subdomain_errors,
@@ -85,6 +87,55 @@ def check_resource_requirements(path: str, resources: Obj) -> list[Cause]:
     return causes
 
 
+def _check_pod_resources(spec: Obj, spec_path: str) -> list[Cause]:
+    """``validatePodResources`` (PodLevelResources, on by default since 1.34): pod-level
+    ``spec.resources`` names cpu, memory or hugepages only, no claims, requests within limits;
+    then ``validatePodResourceConsistency``: the pod's requests cover the containers' aggregate
+    requests, its hugepage limits their aggregate limits, and no container's limit exceeds the pod's."""
+    resources = spec.get("resources")
+    if not isinstance(resources, dict):
+        return []
+    path = f"{spec_path}.resources"
+    if isinstance(spec.get("os"), dict) and spec["os"].get("name") == "windows":
+        return [forbidden(path, "may not be set for a windows pod")]
+    causes: list[Cause] = []
+    if resources.get("claims") is not None:
+        causes.append(forbidden(f"{path}.claims", "claims may not be set for Resources at pod-level"))
+    for kind in ("limits", "requests"):
+        values = resources.get(kind)
+        for name in sorted(values) if isinstance(values, dict) else ():
+            field = f"{path}.{kind}[{name}]"
+            name_errors = check_qualified_name(field, name)
+            causes += name_errors
+            if not name_errors and not pod_resources.is_supported(name):
+                causes.append(not_supported(field, name, list(pod_resources.SUPPORTED_NAMES)))
+    causes += check_resource_requirements(path, resources)
+    requests: Obj = resources["requests"] if isinstance(resources.get("requests"), dict) else {}
+    limits: Obj = resources["limits"] if isinstance(resources.get("limits"), dict) else {}
+    for name, aggregate in sorted(pod_resources.aggregate(spec, "requests").items()):
+        pod_req = _quantity(requests.get(name)) if name in requests else None
+        if pod_req is not None and aggregate > pod_req:
+            causes.append(bad(f"{path}.requests[{name}]", str(pod_req),
+                              f"must be greater than or equal to aggregate container requests of {aggregate}"))
+    for name, aggregate in sorted(pod_resources.aggregate(spec, "limits").items()):
+        pod_lim = _quantity(limits.get(name)) if name in limits else None
+        if name.startswith(pod_resources.HUGEPAGES_PREFIX) and pod_lim is not None and aggregate > pod_lim:
+            causes.append(bad(f"{path}.limits[{name}]", str(pod_lim),
+                              f"must be greater than or equal to aggregate container limits of {aggregate}"))
+    for i, c in dict_items(spec.get("containers")):
+        res = c.get("resources")
+        raw_limits = res.get("limits") if isinstance(res, dict) else None
+        ctr_limits: Obj = raw_limits if isinstance(raw_limits, dict) else {}
+        for name in sorted(ctr_limits):
+            lim = _quantity(ctr_limits[name])
+            pod_lim = _quantity(limits[name]) if name in limits else None
+            if lim is not None and pod_lim is not None and lim > pod_lim:
+                # upstream's path, as it builds it: fldPath.Child("containers").Index(i).Key(name).Child("limits")
+                causes.append(bad(f"{path}.containers[{i}][{name}].limits", str(lim),
+                                  f"must be less than or equal to pod limits of {pod_lim}"))
+    return causes
+
+
 def _check_container_claims(path: str, claims: Any, pod_claims: set[str]) -> list[Cause]:
     causes: list[Cause] = []
     seen: set[str] = set()
@@ -122,7 +173,10 @@ def _check_toleration(path: str, tol: Obj) -> list[Cause]:
     elif op == "Exists":
         if value:
             causes.append(bad(f"{path}.operator", value, "value must be empty when `operator` is 'Exists'"))
-    elif op in ("Lt", "Gt"):  # the comparison operators need a feature gate drasched's server leaves off
+    elif op in ("Lt", "Gt"):
+        # v1.37.2 ValidateTolerations (pkg/apis/core/validation/validation.go) with the alpha
+        # TaintTolerationComparisonOperators gate off, the default: NotSupported listing Lt and Gt
+        # among the valid values, so the server's message names the refused operator as supported.
         causes.append(not_supported(f"{path}.operator", op, [*TOLERATION_OPERATORS, "Lt", "Gt"]))
     else:
         causes.append(not_supported(f"{path}.operator", op, TOLERATION_OPERATORS))
@@ -199,6 +253,7 @@ def check_pod_spec(spec: Obj, spec_path: str) -> list[Cause]:
             if isinstance(resources, dict):
                 causes += check_resource_requirements(f"{path}.resources", resources)
                 causes += _check_container_claims(f"{path}.resources.claims", resources.get("claims"), pod_claims)
+    causes += _check_pod_resources(spec, spec_path)
     for i, tol in dict_items(spec.get("tolerations")):
         causes += _check_toleration(f"{spec_path}.tolerations[{i}]", tol)
     if isinstance(spec.get("nodeName"), str) and spec["nodeName"]:

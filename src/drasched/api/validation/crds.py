@@ -21,4 +21,9 @@ def validate_pod_group(obj: Obj) -> list[Cause]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return []
-    return _minimum("spec.minMember", spec.get("minMember"), 1)
+    causes = _minimum("spec.minMember", spec.get("minMember"), 1)
+    claims = spec.get("resourceClaims")
+    for i, rc in enumerate(claims if isinstance(claims, list) else []):
+        if isinstance(rc, dict) and "name" not in rc:  # the CRD's `required: [name]`
+            causes.append(Cause(f"spec.resourceClaims[{i}].name", "Required value", "FieldValueRequired"))
+    return causes

@@ -20,7 +20,8 @@ Obj = dict[str, Any]
 NEGATIVE_MSG = "must be greater than or equal to 0"
 JOB_COUNTS = ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished",
               "backoffLimitPerIndex", "maxFailedIndexes")
-_EMPTY_SELECTOR_WORD = {"Deployment": "deployment", "ReplicaSet": "deployment", "StatefulSet": "statefulset"}
+_EMPTY_SELECTOR_WORD = {"Deployment": "deployment", "ReplicaSet": "deployment", "StatefulSet": "statefulset",
+                        "DaemonSet": "daemonset"}
 """Upstream's word in "empty selector is invalid for ..." (a ReplicaSet says deployment too)."""
 
 
@@ -73,11 +74,13 @@ def _check_selector(spec: Obj, word: str | None) -> list[Cause]:
 
 
 def validate_replicated(obj: Obj, rt: ResourceType) -> list[Cause]:
-    """Deployment, ReplicaSet, StatefulSet (an absent spec is validated as Go's zero spec)."""
+    """Deployment, ReplicaSet, StatefulSet, DaemonSet (an absent spec is validated as Go's zero spec)."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         spec = {}
     causes = _nonnegative("spec.replicas", spec.get("replicas"))
+    if rt.kind == "DaemonSet":
+        causes += _check_daemon_set(spec)
     causes += _check_selector(spec, _EMPTY_SELECTOR_WORD.get(rt.kind))
     policy = spec.get("podManagementPolicy")
     if rt.kind == "StatefulSet" and policy and policy not in ("OrderedReady", "Parallel"):
@@ -87,6 +90,25 @@ def validate_replicated(obj: Obj, rt: ResourceType) -> list[Cause]:
         # ValidateStatefulSetSpec: optional, but when set a DNS label (the pods' subdomain)
         causes += [bad("spec.serviceName", service, msg) for msg in dns1123_label_errors(service)]
     return causes + _check_template(spec)
+
+
+def _check_daemon_set(spec: Obj) -> list[Cause]:
+    """``ValidateDaemonSetSpec``'s own rules: the pods restart Always, have no active deadline,
+    ``minReadySeconds`` is not negative, and the update strategy is one upstream knows."""
+    causes = _nonnegative("spec.minReadySeconds", spec.get("minReadySeconds"))
+    template_spec = _template(spec).get("spec")
+    template_spec = template_spec if isinstance(template_spec, dict) else {}
+    policy = template_spec.get("restartPolicy")
+    if policy not in (None, "", "Always"):
+        causes.append(not_supported("spec.template.spec.restartPolicy", policy, ["Always"]))
+    if template_spec.get("activeDeadlineSeconds") is not None:
+        causes.append(Cause("spec.template.spec.activeDeadlineSeconds",
+                            "Forbidden: activeDeadlineSeconds in DaemonSet is not Supported", "FieldValueForbidden"))
+    strategy = spec.get("updateStrategy")
+    kind = strategy.get("type") if isinstance(strategy, dict) else None
+    if kind not in (None, "", "RollingUpdate", "OnDelete"):
+        causes.append(not_supported("spec.updateStrategy.type", kind, ["OnDelete", "RollingUpdate"]))
+    return causes
 
 
 def validate_job(obj: Obj) -> list[Cause]:

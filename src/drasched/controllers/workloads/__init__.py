@@ -1,2 +1,2 @@
-"""Workload controllers of the embedded control plane (Job, Deployment, ReplicaSet, StatefulSet)
-and the implicit PodGroups of gang workloads."""
+"""Workload controllers of the embedded control plane (Job, Deployment, ReplicaSet, StatefulSet, DaemonSet,
+JobSet, LeaderWorkerSet) and the implicit PodGroups of gang workloads."""

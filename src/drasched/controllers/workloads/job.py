@@ -237,7 +237,7 @@ class JobController(WorkloadBase):
             wrote |= self._suspend_or_resume(job, status, stamp)
             if not spec.get("suspend"):
                 status.setdefault("startTime", stamp)
-                active = self._scale(job, status, tally, active, now)
+                active = self._scale(job, status, tally, active, terminating, now)
                 deadline = spec.get("activeDeadlineSeconds")
                 if deadline is not None:
                     self.wake(job, parse_time(status["startTime"]) + timedelta(seconds=int(deadline)))
@@ -331,7 +331,7 @@ class JobController(WorkloadBase):
         spec = spec_of(job)
         if tally.policy_failure is not None:
             return "FailureTarget", REASON_POLICY, tally.policy_failure
-        if tally.count("failed") > int(spec.get("backoffLimit", 6)):
+        if tally.count("failed") > int(spec.get("backoffLimit", 6)) or self._past_backoff_limit_on_failure(job):
             return "FailureTarget", REASON_BACKOFF, MESSAGE_BACKOFF
         deadline = spec.get("activeDeadlineSeconds")
         if deadline is not None and status.get("startTime") and not spec.get("suspend") \
@@ -353,6 +353,23 @@ class JobController(WorkloadBase):
             return "SuccessCriteriaMet", REASON_COMPLETIONS, MESSAGE_COMPLETIONS
         return None
 
+    def _past_backoff_limit_on_failure(self, job: Obj) -> bool:
+        """Upstream ``pastBackoffLimitOnFailure``: with ``restartPolicy: OnFailure`` the kubelet
+        restarts failed containers in place, so the restarts of the Pending and Running pods
+        count: their sum reaching ``backoffLimit`` (above 0 when it is 0) fails the Job."""
+        template_spec = ((spec_of(job).get("template") or {}).get("spec")) or {}
+        if template_spec.get("restartPolicy") != "OnFailure":
+            return False
+        restarts = 0
+        for pod in self._pods_of(md(job).get("uid", "")):
+            if phase(pod) not in ("Pending", "Running"):
+                continue
+            status = pod.get("status") or {}
+            for cs in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+                restarts += int(cs.get("restartCount") or 0)
+        limit = int(spec_of(job).get("backoffLimit", 6))
+        return restarts > 0 if limit == 0 else restarts >= limit
+
     def _succeeded(self, job: Obj, tally: _Tally) -> bool:
         spec = spec_of(job)
         completions = spec.get("completions")
@@ -373,6 +390,9 @@ class JobController(WorkloadBase):
             status["completionTime"] = stamp
             self.ctx.event(job, "Normal", "Completed", "Job completed", self.component)
             self.ctx.decide(self.name, "complete", job, message)
+        ttl = spec_of(job).get("ttlSecondsAfterFinished")
+        if ttl is not None:  # the TTL controller's timer: nothing else may change before it falls due
+            self.wake(job, parse_time(stamp) + timedelta(seconds=int(ttl)))
         return True
 
     def _expire(self, job: Obj) -> bool:
@@ -405,14 +425,21 @@ class JobController(WorkloadBase):
             return True
         return False
 
-    def _scale(self, job: Obj, status: Obj, tally: _Tally, active: list[Obj], now: datetime) -> list[Obj]:
-        """Create or delete pods so ``parallelism`` (at most what is left to do) run; the active pods after."""
+    def _scale(self, job: Obj, status: Obj, tally: _Tally, active: list[Obj], terminating: list[Obj],
+               now: datetime) -> list[Obj]:
+        """Create or delete pods so ``parallelism`` (at most what is left to do) run; the active pods after.
+
+        With ``podReplacementPolicy: Failed`` (also the default under a ``podFailurePolicy``) a
+        terminating pod is replaced only once it failed or is gone: upstream ``manageJob`` creates
+        ``wantActive - terminating - active`` pods and ``firstPendingIndexes`` skips the indexes of
+        terminating pods (``onlyReplaceFailedPods``)."""
         spec = spec_of(job)
         parallelism = int(spec.get("parallelism", 1))
         completions = spec.get("completions")
         indexed = spec.get("completionMode") == "Indexed"
+        waiting = terminating if only_replace_failed_pods(job) else []
         if indexed:
-            busy = {pod_index(p) for p in active} | tally.succeeded_indexes() | tally.failed_indexes
+            busy = {pod_index(p) for p in [*active, *waiting]} | tally.succeeded_indexes() | tally.failed_indexes
             todo: list[int | None] = [i for i in range(int(completions or 0)) if i not in busy]
         elif completions is not None:
             todo = [None] * max(0, int(completions) - tally.count("succeeded") - len(active))
@@ -424,7 +451,9 @@ class JobController(WorkloadBase):
             for pod in surplus[:-want]:
                 self._delete_pod(job, pod, tally)
             return surplus[-want:]
-        if want == 0:
+        if waiting:  # the indexes of terminating pods are already out of todo
+            want = min(parallelism - len(active) - len(waiting), len(todo) - (0 if indexed else len(waiting)))
+        if want <= 0:
             return active
         if indexed and per_index_limit(job) is not None:
             return active + self._create_per_index(job, tally, [i for i in todo[:want] if i is not None], now)
@@ -496,13 +525,19 @@ class JobController(WorkloadBase):
         return True
 
 
+def only_replace_failed_pods(job: Obj) -> bool:
+    """Upstream ``onlyReplaceFailedPods``: ``podReplacementPolicy: Failed``, or a ``podFailurePolicy``
+    (the API server defaults the policy to Failed then)."""
+    spec = spec_of(job)
+    return spec.get("podReplacementPolicy") == "Failed" or spec.get("podFailurePolicy") is not None
+
+
 def _failed_once_deleted(job: Obj, pod: Obj) -> bool:
     """A pod being deleted already counts as failed (upstream ``isPodFailed``: without a
     ``podFailurePolicy`` and unless ``podReplacementPolicy: Failed``, a deletion timestamp on a pod
     that did not succeed is a failure), so its index's limit and the Job's are judged at once,
     before a replacement is made for it."""
-    spec = spec_of(job)
-    if spec.get("podFailurePolicy") is not None or spec.get("podReplacementPolicy") == "Failed":
+    if only_replace_failed_pods(job):
         return False
     return is_deleting(pod) and phase(pod) != "Succeeded"
 

@@ -9,6 +9,7 @@ from drasched.controllers.workloads.gangs import ImplicitGangs
 def workload_controllers(gangs: ImplicitGangs | None = None) -> list[Controller]:
     """Owners before what they own (a Deployment's ReplicaSet gets its pods in the same round),
     and the implicit gangs last, so a new pod joins its gang before the scheduler's turn."""
+    from drasched.controllers.workloads.daemonset import DaemonSetController
     from drasched.controllers.workloads.deployment import DeploymentController
     from drasched.controllers.workloads.gangs import ImplicitGangController
     from drasched.controllers.workloads.job import JobController
@@ -17,5 +18,5 @@ def workload_controllers(gangs: ImplicitGangs | None = None) -> list[Controller]
     from drasched.controllers.workloads.replicaset import ReplicaSetController
     from drasched.controllers.workloads.statefulset import StatefulSetController
 
-    return [DeploymentController(), ReplicaSetController(), StatefulSetController(), JobSetController(),
-            JobController(), LeaderWorkerSetController(), ImplicitGangController(gangs)]
+    return [DeploymentController(), ReplicaSetController(), StatefulSetController(), DaemonSetController(),
+            JobSetController(), JobController(), LeaderWorkerSetController(), ImplicitGangController(gangs)]

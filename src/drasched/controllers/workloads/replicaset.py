@@ -6,7 +6,9 @@ missing ones and deleting the surplus in upstream's order (unscheduled before sc
 pending before running, not ready before ready, the newest first); failed and succeeded
 pods do not count and are replaced. Status: ``replicas``, ``fullyLabeledReplicas``,
 ``readyReplicas``, ``availableReplicas`` (ready for ``minReadySeconds``), ``observedGeneration``.
-Events ``SuccessfulCreate`` / ``SuccessfulDelete`` as upstream words them.
+Events ``SuccessfulCreate`` / ``SuccessfulDelete`` as upstream words them. Active pods that
+match the selector and have no controller are adopted (and owned pods that stop matching are
+released), as upstream's ``ClaimPods`` (:mod:`.adoption`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from datetime import datetime, timedelta
 
 from drasched.api import kinds
 from drasched.api.meta import format_time, parse_time
+from drasched.controllers.workloads.adoption import claim
 from drasched.controllers.workloads.common import (
     Obj,
     WorkloadBase,
@@ -64,10 +67,11 @@ class ReplicaSetController(WorkloadBase):
 
     def sync(self, rs: Obj) -> bool:
         spec = spec_of(rs)
-        pods = owned_by(self.informer(kinds.POD).values()).get(md(rs).get("uid", ""), [])
-        active = [p for p in pods if is_active(p)]
+        all_pods = list(self.informer(kinds.POD).values())
+        owned = owned_by(all_pods).get(md(rs).get("uid", ""), [])
+        # upstream syncReplicaSet: FilterActivePods, then claimPods (adopt matching orphans, release the rest)
+        active, wrote = claim(self, rs, (p for p in all_pods if is_active(p)), [p for p in owned if is_active(p)])
         want = int(spec.get("replicas", 1))
-        wrote = False
         failure: str | None = None
         if len(active) < want:
             for _ in range(want - len(active)):

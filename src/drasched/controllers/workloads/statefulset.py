@@ -7,15 +7,23 @@ labels ``statefulset.kubernetes.io/pod-name``, ``apps.kubernetes.io/pod-index`` 
 removes the highest ordinal first, one at a time; ``Parallel`` creates and removes them all
 at once. A pod that ended (Succeeded or Failed) is deleted and made again under the same
 name. Events ``SuccessfulCreate`` / ``SuccessfulDelete`` in upstream's words
-(``create Pod web-0 in StatefulSet web successful``). Not modelled: volumeClaimTemplates,
-rolling updates of a changed template (pods keep the revision they were made with).
+(``create Pod web-0 in StatefulSet web successful``). With ``minReadySeconds``, OrderedReady
+waits until the lower ordinal has been Ready that long (upstream ``isRunningAndAvailable``), and
+``availableReplicas`` counts such pods. Each ``volumeClaimTemplates`` entry becomes a pod volume
+``{name: <template>, persistentVolumeClaim: {claimName: <template>-<sts>-<ordinal>}}`` (upstream
+``updateStorage``), but the PersistentVolumeClaims themselves are not created: drasched does not
+model volumes. Orphan pods named ``<sts>-<ordinal>`` that match the selector are adopted
+(:mod:`.adoption`). Not modelled either: rolling updates of a changed template (pods keep the
+revision they were made with).
 """
 
 from __future__ import annotations
 
 import copy
+from datetime import timedelta
 
 from drasched.api import kinds
+from drasched.controllers.workloads.adoption import claim
 from drasched.controllers.workloads.common import (
     Obj,
     WorkloadBase,
@@ -28,6 +36,7 @@ from drasched.controllers.workloads.common import (
     spec_of,
 )
 from drasched.controllers.workloads.deployment import template_hash
+from drasched.controllers.workloads.replicaset import is_available, ready_since
 
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
@@ -55,10 +64,12 @@ class StatefulSetController(WorkloadBase):
         name = str(md(sts).get("name"))
         replicas = int(spec.get("replicas", 1))
         parallel = spec.get("podManagementPolicy") == "Parallel"
-        pods = {o: p for p in owned_by(self.informer(kinds.POD).values()).get(md(sts).get("uid", ""), [])
-                if (o := ordinal_of(name, p)) is not None}
+        all_pods = list(self.informer(kinds.POD).values())
+        # upstream getPodsForStatefulSet: ClaimPods with isMemberOf (adopt matching orphans named <sts>-<i>)
+        owned, wrote = claim(self, sts, all_pods, owned_by(all_pods).get(md(sts).get("uid", ""), []),
+                             filter_=lambda p: ordinal_of(name, p) is not None)
+        pods = {o: p for p in owned if (o := ordinal_of(name, p)) is not None}
         revision = f"{name}-{template_hash(spec.get('template') or {})}"
-        wrote = False
         for i in range(replicas):
             pod = pods.get(i)
             if pod is not None and is_terminal(pod) and not is_deleting(pod):
@@ -71,8 +82,8 @@ class StatefulSetController(WorkloadBase):
                 if not parallel:
                     break
                 continue
-            if not parallel and (is_deleting(pod) or not is_ready(pod)):
-                break  # OrderedReady: the next ordinal waits for this one
+            if not parallel and (is_deleting(pod) or not self._available(sts, pod)):
+                break  # OrderedReady: the next ordinal waits for this one to be Running and available
         surplus = sorted((o for o in pods if o >= replicas), reverse=True)
         for o in surplus:
             if is_deleting(pods[o]):
@@ -91,11 +102,23 @@ class StatefulSetController(WorkloadBase):
         pod["spec"]["hostname"] = name
         if spec_of(sts).get("serviceName"):
             pod["spec"]["subdomain"] = spec_of(sts)["serviceName"]
+        _add_claim_volumes(sts, pod["spec"], ordinal)
         if self.create(pod, sts) is None:
             return False
         self.ctx.event(sts, "Normal", "SuccessfulCreate",
                        f"create Pod {name} in StatefulSet {md(sts).get('name')} successful", self.component)
         return True
+
+    def _available(self, sts: Obj, pod: Obj) -> bool:
+        """Ready for ``minReadySeconds`` (upstream ``isRunningAndAvailable``); else look again when it will be."""
+        min_ready = int(spec_of(sts).get("minReadySeconds") or 0)
+        now = self.ctx.now()
+        if is_available(pod, min_ready, now):
+            return True
+        since = ready_since(pod)
+        if since is not None:
+            self.wake(sts, since + timedelta(seconds=min_ready))
+        return False
 
     def _delete(self, sts: Obj, pod: Obj) -> bool:
         if not self.delete(kinds.POD, pod):
@@ -111,7 +134,7 @@ class StatefulSetController(WorkloadBase):
         counts = {"replicas": len(live), "readyReplicas": sum(1 for p in live if is_ready(p)),
                   "currentReplicas": sum(1 for p in live if (md(p).get("labels") or {}).get(REVISION_LABEL)
                                          == revision),
-                  "availableReplicas": sum(1 for p in live if is_ready(p))}
+                  "availableReplicas": sum(1 for p in live if self._available(sts, p))}
         counts["updatedReplicas"] = counts["currentReplicas"]
         for key, value in counts.items():
             if value or key == "replicas":
@@ -121,3 +144,15 @@ class StatefulSetController(WorkloadBase):
         status.update(observedGeneration=md(sts).get("generation", 1), currentRevision=revision,
                       updateRevision=revision, collisionCount=0)
         return status
+
+
+def _add_claim_volumes(sts: Obj, pod_spec: Obj, ordinal: int) -> None:
+    """Upstream ``updateStorage``: a volume per claim template, named as the template, for the claim
+    ``<template>-<sts>-<ordinal>`` (``getPersistentVolumeClaimName``), before the template's other
+    volumes, replacing one of the same name."""
+    templates = [str((t.get("metadata") or {}).get("name")) for t in spec_of(sts).get("volumeClaimTemplates") or []]
+    if not templates:
+        return
+    claims = [{"name": t, "persistentVolumeClaim": {"claimName": f"{t}-{md(sts).get('name')}-{ordinal}"}}
+              for t in templates]
+    pod_spec["volumes"] = claims + [v for v in pod_spec.get("volumes") or [] if v.get("name") not in templates]

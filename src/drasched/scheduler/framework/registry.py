@@ -95,9 +95,9 @@ class PluginSpec:
 BUILTINS: Mapping[str, PluginSpec] = MappingProxyType({
     "implicitGangGate": PluginSpec(lambda c: ImplicitGangGate()),
     "nodeUnschedulable": PluginSpec(lambda c: NodeUnschedulable()),
+    "taintToleration": PluginSpec(lambda c: TaintToleration(c.weight), scores=True, weight=3.0),
     "nodeAffinity": PluginSpec(lambda c: NodeAffinity(c.weight), scores=True, weight=2.0),
     "nodeSelector": PluginSpec(lambda c: NodeSelector()),
-    "taintToleration": PluginSpec(lambda c: TaintToleration(c.weight), scores=True, weight=3.0),
     "podCount": PluginSpec(lambda c: PodCount()),
     "resourceFit": PluginSpec(lambda c: ResourceFit()),
     "extendedResources": PluginSpec(lambda c: ExtendedResources()),
@@ -110,6 +110,12 @@ BUILTINS: Mapping[str, PluginSpec] = MappingProxyType({
     "gangPriority": PluginSpec(lambda c: GangPriority()),
 })
 """Built-in plugins, all enabled by default, in the order their extension points run them.
+
+The filters run in upstream's default order (``pkg/scheduler/apis/config/v1/default_plugins.go``:
+NodeName, NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, ...,
+PodTopologySpread, InterPodAffinity, then DynamicResources), and a node's reason is the first
+failing filter's, so a tainted node the pod's node affinity or ``nodeSelector`` (both upstream's
+NodeAffinity) also rules out reports the taint, as upstream does.
 
 Default weights are upstream's (``pkg/scheduler/apis/config/v1/default_plugins.go``):
 NodeAffinity 2, TaintToleration 3, PodTopologySpread 2, InterPodAffinity 2; ``nodeOrder``

@@ -23,7 +23,8 @@ from drasched.dra.explain import Reason
 from drasched.scheduler.constants import PODS
 from drasched.scheduler.framework.api import ADD, DELETE, UPDATE, ClusterEvent
 
-MSG_TOO_MANY_PODS = "too many pods"
+MSG_TOO_MANY_PODS = "Too many pods"
+"""Upstream NodeResourcesFit's reason on ``pods`` (``noderesources/fit.go``, ``fitsRequest``)."""
 EPSILON = 1e-9
 """Tolerance of every fit comparison; far below the smallest unit (a milli-GPU)."""
 
@@ -38,7 +39,10 @@ class RowNeed:
 
 
 def insufficient(name: str) -> str:
-    return MSG_TOO_MANY_PODS if name == PODS else f"insufficient {name}"
+    """Upstream NodeResourcesFit's reason for a resource a node lacks, word for word
+    (``noderesources/fit.go``: ``"Too many pods"``, ``"Insufficient cpu"``,
+    ``fmt.Sprintf("Insufficient %v", rName)``)."""
+    return MSG_TOO_MANY_PODS if name == PODS else f"Insufficient {name}"
 
 
 def fit_mask(idle: np.ndarray, needs: Sequence[RowNeed], base: np.ndarray) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""Static predicates: node unschedulable, node selector, required node affinity, taints;
+"""Static predicates: node unschedulable, taints, required node affinity, node selector (the
+order they run in, upstream's: :data:`~drasched.scheduler.framework.registry.BUILTINS`);
 and the preferences two of them score.
 
 Each is a :class:`~drasched.scheduler.framework.api.StaticFilter` plugin. They depend on
