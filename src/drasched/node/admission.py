@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from drasched.api.pod_resources import aggregate
 from drasched.dra.nodes import node_selector_matches
 from drasched.quantity import Quantity, QuantityError
 
@@ -67,50 +68,12 @@ def _dra_backed(pod: Obj) -> set[str]:
     return {str(m.get("resourceName")) for m in mappings if m.get("resourceName")}
 
 
-def _container(c: Obj) -> dict[str, Quantity]:
-    res = c.get("resources") or {}
-    out: dict[str, Quantity] = {}
-    for part in ("limits", "requests"):  # the API server defaults a missing request to the limit
-        for name, raw in (res.get(part) or {}).items():
-            try:
-                out[name] = Quantity.parse(raw)
-            except (QuantityError, TypeError, ValueError):
-                continue
-    return out
-
-
-def _add(into: dict[str, Quantity], more: dict[str, Quantity]) -> None:
-    for k, v in more.items():
-        into[k] = into[k] + v if k in into else v
-
-
-def _max(into: dict[str, Quantity], more: dict[str, Quantity]) -> None:
-    for k, v in more.items():
-        if k not in into or v > into[k]:
-            into[k] = v
-
-
 def pod_requests(pod: Obj) -> dict[str, int]:
     """Upstream ``PodRequests`` in integral units, less the extended resources DRA provides:
     containers summed, sidecars added, init containers as a max, pod-level cpu / memory /
     hugepages requests in place of the containers' sum, ``overhead`` added."""
     spec = pod.get("spec") or {}
-    total: dict[str, Quantity] = {}
-    for c in spec.get("containers") or []:
-        _add(total, _container(c))
-    sidecars: dict[str, Quantity] = {}
-    init_max: dict[str, Quantity] = {}
-    for c in spec.get("initContainers") or []:
-        req = _container(c)
-        if c.get("restartPolicy") == "Always":
-            _add(total, req)
-            _add(sidecars, req)
-            _max(init_max, sidecars)
-        else:
-            step = dict(sidecars)
-            _add(step, req)
-            _max(init_max, step)
-    _max(total, init_max)
+    total = aggregate(spec)
     for name, raw in ((spec.get("resources") or {}).get("requests") or {}).items():
         if name in ("cpu", "memory") or name.startswith("hugepages-"):
             try:
