@@ -135,9 +135,10 @@ class PodSignatures:
 
 
 def waits_for_an_object(message: str) -> bool:
-    """Whether an unschedulable message says the pod waits for an object to be created (its
-    claims, its PodGroup, a template, a queue): held back for the claim-wait grace."""
-    return " to be created" in message or "does not exist" in message
+    """Whether an unschedulable message says the pod waits for its claims to be created: held
+    back for the claim-wait grace (a PodGroup, template or queue that does not exist is said at
+    once, as the serve tests of the gang API expect)."""
+    return " to be created" in message
 
 
 def missing_claims(g: GroupInfo, claims: Mapping[str, Any]) -> frozenset[str]:
@@ -590,10 +591,7 @@ class SchedulerController:
             self._pool = None
 
     def _claim_wait_pending(self, ctx: ControllerContext, uid: str, created: str, message: str) -> bool:
-        """Whether to hold back "waiting for a ResourceClaim to be created [from template]" for now,
-        or a message naming an object that does not exist yet (its PodGroup, ResourceClaimTemplate,
-        Queue: ``kubectl apply`` of one file creates them a moment apart, and their watch events
-        may come after the pod's).
+        """Whether to hold back "waiting for a ResourceClaim to be created [from template]" for now.
 
         In a cluster the claim controller runs beside the scheduler, so the scheduler sees
         most new pods a moment before their claims exist, and the claim's watch event can

@@ -123,28 +123,3 @@ def test_a_claim_nobody_creates_is_reported_when_the_grace_ends_with_nothing_els
     sched.reconcile(ctx)  # woken, nothing changed
     assert "no-such-claim" in (_condition(ctx) or "")
 
-
-def test_a_podgroup_applied_in_the_same_file_after_its_pods_writes_no_failure_first() -> None:
-    """``kubectl apply -f`` of pods and their PodGroup: the PodGroup's watch event may come
-    after the pods'. A tester saw a Warning FailedScheduling 'PodGroup ... does not exist' stay
-    in ``kubectl get events`` though the gang was placed a second later: held back for the
-    grace, as a claim that is about to be created."""
-    clock = VirtualClock()
-    store = MemoryStore(clock=clock.now, auto_namespaces=True)
-    store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
-                  "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}})
-    for i in range(2):
-        store.create({"apiVersion": "v1", "kind": "Pod",
-                      "metadata": {"name": f"g-{i}", "namespace": "default", "labels": {"drasched.io/pod-group": "g"},
-                                   "creationTimestamp": format_time(clock.now())},
-                      "spec": {"schedulerName": "drasched", "containers": [{"name": "c", "image": "i"}]}})
-    ctx = SimContext(store, clock)
-    sched = SchedulerController(SchedulerConfig(), claim_wait_grace=30.0)
-    sched.reconcile(ctx)
-    assert not [e for e in store.list(kinds.EVENT).items if e.get("reason") == "FailedScheduling"]
-    assert store.get(kinds.POD, "g-0", "default").get("status", {}).get("conditions") is None
-    store.create({"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "PodGroup",
-                  "metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 2}})
-    sched.reconcile(ctx)
-    assert {br["spec"]["podName"] for br in store.list(kinds.BIND_REQUEST).items} == {"g-0", "g-1"}
-    assert not [e for e in store.list(kinds.EVENT).items if e.get("reason") == "FailedScheduling"]
