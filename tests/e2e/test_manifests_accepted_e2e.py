@@ -16,6 +16,7 @@ informer has caught up with the file's own classes.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import time
 from collections.abc import Iterator
@@ -109,6 +110,9 @@ def isolated(objs: list[Obj], index: int, served: ServedApis) -> list[Obj]:
 
 
 def _create(store: KubeStore, body: Obj, served: ServedApis) -> Obj:
+    if body.get("kind") == kinds.JOB_SET.kind and body.get("apiVersion") in kinds.JOB_SET_ALSO_SERVED:
+        rt = dataclasses.replace(kinds.JOB_SET, version=str(body["apiVersion"]).rpartition("/")[2])
+        return store.request("POST", rt.api_path(body["metadata"].get("namespace")), body)
     if is_gang(body) or (body.get("apiVersion"), body.get("kind")) in KAI_KINDS:
         rt = resource_type(body, served)
         return store.request("POST", rt.api_path(body["metadata"].get("namespace")), body,
@@ -164,12 +168,15 @@ def stand_in_crd(rt: kinds.ResourceType) -> Obj:
                     "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
     if rt.has_status:
         version["subresources"] = {"status": {}}
+    versions = [version]
+    if rt is kinds.JOB_SET:  # the JobSet CRD serves v1 beside v1alpha2 (kinds.JOB_SET_ALSO_SERVED)
+        versions += [{**version, "name": v.rpartition("/")[2], "storage": False} for v in kinds.JOB_SET_ALSO_SERVED]
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "metadata": {"name": rt.group_resource},
             "spec": {"group": rt.group, "scope": "Namespaced" if rt.namespaced else "Cluster",
                      "names": {"plural": rt.plural, "singular": rt.kind.lower(), "kind": rt.kind,
                                "listKind": f"{rt.kind}List"},
-                     "versions": [version]}}
+                     "versions": versions}}
 
 
 THIRD_PARTY = [rt for rt in kinds.ALL if rt.group.endswith(".x-k8s.io")] + list(KAI_KINDS.values())
