@@ -24,6 +24,7 @@ from typing import Any
 
 from drasched.api import kinds
 from drasched.api.errors import ApiError, Conflict, NotFound
+from drasched.api.tolerations import tolerates
 from drasched.control import ControllerContext
 from drasched.controllers.devicetainteviction import add_condition_and_delete
 from drasched.store.informer import Informer
@@ -33,16 +34,6 @@ Obj = dict[str, Any]
 NAME = "taint-eviction-controller"
 NO_EXECUTE = "NoExecute"
 FOREVER = -1
-
-
-def tolerates(tol: Obj, taint: Obj) -> bool:
-    """Upstream ``Toleration.ToleratesTaint``."""
-    if tol.get("effect") and tol.get("effect") != taint.get("effect"):
-        return False
-    if tol.get("key") and tol.get("key") != taint.get("key"):
-        return False
-    op = tol.get("operator") or "Equal"
-    return op == "Exists" or (op == "Equal" and (tol.get("value") or "") == (taint.get("value") or ""))
 
 
 def toleration_seconds(taints: list[Obj], tolerations: list[Obj]) -> int | None:

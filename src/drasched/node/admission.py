@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drasched.api.pod_resources import aggregate
+from drasched.api.tolerations import tolerates
 from drasched.dra.nodes import node_selector_matches
 from drasched.quantity import Quantity, QuantityError
 
@@ -101,20 +102,6 @@ def allocatable(node: Obj) -> dict[str, int]:
     return out
 
 
-def _tolerates(tol: Obj, taint: Obj) -> bool:
-    """Upstream ``Toleration.ToleratesTaint``."""
-    effect = tol.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = tol.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    op = tol.get("operator") or "Equal"
-    if op == "Exists":
-        return True
-    return op == "Equal" and (tol.get("value") or "") == (taint.get("value") or "")
-
-
 def _affinity_matches(pod: Obj, node: Obj) -> bool:
     """Upstream ``GetRequiredNodeAffinity(pod).Match(node)``: nodeSelector and the required terms."""
     spec = pod.get("spec") or {}
@@ -137,7 +124,7 @@ def admit(pod: Obj, node: Obj, admitted: Iterable[Obj]) -> Rejection | None:
         return Rejection("NodeAffinity", NODE_AFFINITY_MESSAGE)
     tolerations = (pod.get("spec") or {}).get("tolerations") or []
     for taint in (node.get("spec") or {}).get("taints") or []:
-        if taint.get("effect") == "NoExecute" and not any(_tolerates(t, taint) for t in tolerations):
+        if taint.get("effect") == "NoExecute" and not any(tolerates(t, taint) for t in tolerations):
             return Rejection("TaintToleration", TAINT_MESSAGE)
     return None
 

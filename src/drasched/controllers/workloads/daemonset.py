@@ -49,6 +49,7 @@ import msgspec
 from drasched.api import kinds
 from drasched.api.meta import parse_time
 from drasched.api.resource import NodeSelector, decode
+from drasched.api.tolerations import tolerates
 from drasched.api.workload_defaults import TEMPLATE_GENERATION
 from drasched.controllers.workloads.common import (
     Obj,
@@ -111,18 +112,6 @@ def add_daemon_tolerations(pod_spec: Obj) -> None:
         else:
             tolerations.append(dict(tol))
     pod_spec["tolerations"] = tolerations
-
-
-def tolerates(tol: Obj, taint: Obj) -> bool:
-    """Upstream ``Toleration.ToleratesTaint``."""
-    if tol.get("effect") and tol.get("effect") != taint.get("effect"):
-        return False
-    if tol.get("key") and tol.get("key") != taint.get("key"):
-        return False
-    op = tol.get("operator") or "Equal"
-    if op == "Exists":
-        return True
-    return op == "Equal" and (tol.get("value") or "") == (taint.get("value") or "")
 
 
 def untolerated(taints: list[Obj], tolerations: list[Obj], effects: tuple[str, ...]) -> Obj | None:

@@ -27,6 +27,7 @@ import numpy as np
 
 from drasched.api.resource import NodeSelector as NodeSelectorView
 from drasched.api.resource import NodeSelectorTerm, decode
+from drasched.api.tolerations import tolerates
 from drasched.dra.nodes import node_selector_matches, term_matches
 from drasched.scheduler.framework.api import (
     ADD,
@@ -53,22 +54,6 @@ class StaticResult:
 
     ok: np.ndarray
     reasons: list[str | None]
-
-
-def tolerates(tol: Obj, taint: Obj) -> bool:
-    """Upstream ``Toleration.ToleratesTaint``."""
-    effect = tol.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = tol.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    op = tol.get("operator") or "Equal"
-    if op == "Exists":
-        return True
-    if op == "Equal":
-        return (tol.get("value") or "") == (taint.get("value") or "")
-    return False
 
 
 def untolerated_taint(taints: Sequence[Obj], tolerations: Sequence[Obj]) -> Obj | None:
