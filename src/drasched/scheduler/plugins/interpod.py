@@ -66,6 +66,7 @@ class InterPodAffinity:
 
     def __init__(self, weight: float = 2.0) -> None:
         self.weight = weight
+        self._last: tuple[PodState, dict[str, dict[int, int]]] | None = None
 
     def events(self) -> tuple[ClusterEvent, ...]:
         # upstream EventsToRegister: pods added, relabelled or deleted; nodes added or relabelled
@@ -114,10 +115,13 @@ class InterPodAffinity:
             return False
         if not state.session.snap.affinity_scoring:
             return True  # no pod, placed or pending, has terms that score others
-        return not self._topology_score(state)
+        topology = self._topology_score(state)
+        self._last = (state, topology) if topology else None  # score() comes next for this pod
+        return not topology
 
     def score(self, state: PodState, candidates: np.ndarray) -> np.ndarray:
-        topology = self._topology_score(state)
+        last, self._last = self._last, None  # (not kept: it holds the session)
+        topology = last[1] if last is not None and last[0] is state else self._topology_score(state)
         out = np.zeros(len(candidates))
         if not topology:
             return out
