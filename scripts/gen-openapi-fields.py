@@ -28,6 +28,7 @@ GROUP_VERSIONS = (
     "apis/apps/v1",
     "apis/batch/v1",
     "apis/coordination.k8s.io/v1",
+    "apis/node.k8s.io/v1",
     "apis/policy/v1",
     "apis/resource.k8s.io/v1",
     "apis/resource.k8s.io/v1beta1",

@@ -544,6 +544,16 @@ RULES = [
     Rule("job-without-spec", job, at("spec", None), "spec.template.spec.containers", "Required value"),
     Rule("deployment-without-spec", deployment, at("spec", None), "spec.selector", "Required value"),
     Rule("pod-without-spec", pod, at("spec", None), "spec.containers", "Required value"),
+    # ValidateVolumeMounts: a mount names its volume and its path, each path once.
+    Rule("pod-volume-mount-without-path", pod, lambda obj: (
+         obj["spec"].update(volumes=[{"name": "data", "emptyDir": {}}]),
+         obj["spec"]["containers"][0].update(volumeMounts=[{"name": "data"}])),
+         "spec.containers[0].volumeMounts[0].mountPath", "Required value"),
+    Rule("pod-volume-mount-path-twice", pod, lambda obj: (
+         obj["spec"].update(volumes=[{"name": "data", "emptyDir": {}}]),
+         obj["spec"]["containers"][0].update(volumeMounts=[{"name": "data", "mountPath": "/d"},
+                                                           {"name": "data", "mountPath": "/d"}])),
+         "spec.containers[0].volumeMounts[1].mountPath", 'Invalid value: "/d": must be unique'),
     # ValidateNode: a node's capacity and allocatable (kept on create) pass ValidateResourceQuantityValue.
     Rule("node-negative-allocatable", node, at("status", {"allocatable": {"pods": "-1"}}), "status.allocatable.pods",
          'Invalid value: "-1": must be greater than or equal to 0'),

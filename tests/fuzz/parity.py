@@ -52,9 +52,11 @@ UPSTREAM_GANG = frozenset({"Workload", "PodGroup"})
 Not a mutation target: the translation reads what it needs and warns about the rest instead
 of validating these objects as the API server does (a known gap, docs/testing.md)."""
 
-CONTEXT_KINDS = ("Namespace", "PriorityClass")
+CONTEXT_KINDS = ("Namespace", "PriorityClass", "RuntimeClass")
 """The only objects another object's create consults on the server: its namespace (and the
-namespace's admin-access label), and PriorityClasses (the Priority admission plugin)."""
+namespace's admin-access label), PriorityClasses (the Priority admission plugin) and
+RuntimeClasses (the RuntimeClass admission plugin)."""
+CLASS_KINDS = {"PriorityClass": kinds.PRIORITY_CLASS, "RuntimeClass": kinds.RUNTIME_CLASS}
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,8 @@ class Server:
                                  headers={"Authorization": f"Bearer {cluster.token}",
                                           "Content-Type": "application/json", "User-Agent": "drasched-parity"})
         self.served = cluster.served
-        self.classes: dict[str, Obj] = {}
+        self.classes: dict[tuple[str, str], Obj] = {}
+        """The context's PriorityClasses and RuntimeClasses, by (kind, name)."""
         self.unknown_fields = 0
         """Bodies refused only under ``fieldValidation=Strict`` (unknown or duplicate fields)."""
         ensure_namespace(self.store, "default")
@@ -177,23 +180,24 @@ class Server:
         self.http.close()
 
     def use_context(self, docs: Iterable[Obj]) -> None:
-        """Make the server's Namespaces (labels) and PriorityClasses those of ``docs``."""
+        """Make the server's Namespaces (labels), PriorityClasses and RuntimeClasses those of ``docs``."""
         docs = list(docs)
-        wanted = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "PriorityClass"}
+        wanted = {(d["kind"], d["metadata"]["name"]): d for d in docs if d.get("kind") in CLASS_KINDS}
         for d in docs:
             if d.get("kind") == "Namespace":
                 self._namespace(d)  # never deleted (no namespace controller here): kept, relabelled
         if wanted == self.classes:
             return
-        gone = [n for n in self.classes if wanted.get(n) != self.classes[n]]
-        for name in gone:
+        gone = [key for key in self.classes if wanted.get(key) != self.classes[key]]
+        for kind, name in gone:
             with contextlib.suppress(NotFound):
-                self.store.delete(kinds.PRIORITY_CLASS, name)
-        for name, pc in wanted.items():
-            if self.classes.get(name) != pc:
-                self.store.create({k: v for k, v in pc.items() if k != "status"})
+                self.store.delete(CLASS_KINDS[kind], name)
+        for key, obj in wanted.items():
+            if self.classes.get(key) != obj:
+                self.store.create({k: v for k, v in obj.items() if k != "status"})
         self.classes = dict(wanted)
-        self._wait_for_admission(gone)
+        # the RuntimeClass plugin asks the server when its informer misses a class: no wait for those
+        self._wait_for_admission([name for kind, name in gone if kind == "PriorityClass"])
 
     def _namespace(self, doc: Obj) -> None:
         name = doc["metadata"]["name"]
@@ -207,12 +211,13 @@ class Server:
     def _wait_for_admission(self, gone: list[str]) -> None:
         """The Priority admission plugin reads classes from an informer: wait until it has
         every wanted class and none of the deleted ones."""
+        classes = [name for kind, name in self.classes if kind == "PriorityClass"]
         for _ in range(200):
-            seen = {n: self._admits_class(n) for n in [*self.classes, *gone]}
-            if all(seen[n] for n in self.classes) and not any(seen[n] for n in gone if n not in self.classes):
+            seen = {n: self._admits_class(n) for n in [*classes, *gone]}
+            if all(seen[n] for n in classes) and not any(seen[n] for n in gone if n not in classes):
                 return
             time.sleep(0.05)
-        raise AssertionError(f"the Priority admission plugin never saw the classes {sorted(self.classes)}")
+        raise AssertionError(f"the Priority admission plugin never saw the classes {sorted(classes)}")
 
     def _admits_class(self, name: str) -> bool:
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe", "namespace": "default"},

@@ -36,12 +36,14 @@ def _run(path: Path, manifests: list[Obj], tmp: Path, name: str) -> tuple[dict[s
 
 
 def _kai_queue(q: Obj) -> Obj:
-    """A drasched Queue written as KAI's scheduling.run.ai/v2 Queue (GPUs: same unit)."""
+    """A drasched Queue written as KAI's scheduling.run.ai/v2 Queue (GPUs: same unit). KAI reads an
+    unset limit, and a resource left out, as a limit of 0, so what drasched leaves unlimited is
+    written -1 (as KAI's quickstart queues do)."""
     spec = q.get("spec") or {}
-    resources: Obj = {}
+    resources: Obj = {"gpu": {"limit": -1}, "cpu": {"limit": -1}, "memory": {"limit": -1}}
     for name, r in (spec.get("resources") or {}).items():
         assert name == "nvidia.com/gpu", name
-        resources["gpu"] = {k: (float(v) if k != "overQuotaWeight" else v) for k, v in r.items()}
+        resources["gpu"] = {"limit": -1, **{k: (float(v) if k != "overQuotaWeight" else v) for k, v in r.items()}}
     out_spec: Obj = {"resources": resources}
     if spec.get("parentQueue"):
         out_spec["parentQueue"] = spec["parentQueue"]

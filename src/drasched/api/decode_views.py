@@ -119,6 +119,24 @@ class ConfigMap(View):
     immutable: bool | None = None
 
 
+class Overhead(View):
+    pod_fixed: dict[str, str | int | float] = {}
+
+
+class Scheduling(View):
+    node_selector: dict[str, str] = {}
+    tolerations: list[models.Toleration] = []
+
+
+class RuntimeClass(View):
+    """node.k8s.io/v1: what the RuntimeClass admission plugin copies into a new pod."""
+
+    metadata: models.ObjectMeta = msgspec.field(default_factory=models.ObjectMeta)
+    handler: str = ""
+    overhead: Overhead | None = None
+    scheduling: Scheduling | None = None
+
+
 class ServiceAccount(View):
     metadata: models.ObjectMeta = msgspec.field(default_factory=models.ObjectMeta)
 

@@ -59,6 +59,21 @@ KAI_POD_GROUP_ANNOTATION = "pod-group-name"
 KAI_PRIORITY_LABEL = "priorityClassName"
 """KAI's priority label on a workload or pod (KAI's docs/priority examples): the PriorityClass
 its pods run at when the pod spec names none."""
+KAI_TRAIN_CLASS = "train"
+"""KAI's default PriorityClass for a workload whose kind has none of its own (50, preemptible)."""
+KAI_DEFAULT_PRIORITY_CLASSES = {"Deployment.apps": "inference", "Service.serving.knative.dev": "inference",
+                                "Notebook.kubeflow.org": "build"}
+"""KAI's pod grouper's default PriorityClass by the top owner's kind (``Kind.group``, as Go's
+``schema.GroupKind`` prints it) when nothing names one: ``inference`` (125) for a Deployment or a
+Knative Service, ``build`` (100) for a Kubeflow Notebook, else ``train`` (docs/priority/README.md,
+"Workload Default Priority"; pkg/podgrouper/podgrouper/plugins/deployment/deployment_grouper.go,
+knative, notebook; defaultgrouper's ``constants.TrainPriorityClass``)."""
+KAI_BATCH_MIN_MEMBER = "kai.scheduler/batch-min-member"
+"""KAI's minMember of a batch Job's or JobSet's PodGroup (1 without it): pkg/podgrouper/.../job/job_grouper.go
+``calcMinMember`` and the JobSet grouper read ``constants.MinMemberOverrideKey`` on the top owner."""
+KAI_MIN_MEMBER_MISSPELT = "kai.scheduler/min-member"
+"""The key an older copy of KAI's docs/batch/batch-job-min-member.yaml wrote: KAI's Job and JobSet
+groupers never read it (its StatefulSet grouper does), so neither does drasched on those."""
 KAI_GPU_FRACTION = "gpu-fraction"
 KAI_GPU_MEMORY = "gpu-memory"
 """KAI's share of one GPU by memory (MiB): not read yet (``scheduler/fraction.py`` says why)."""
@@ -111,6 +126,7 @@ def translate(objects: Iterable[Obj]) -> Translation:
     classes = {_name(o) for o in objs if (o.get("apiVersion"), o.get("kind")) == PRIORITY_CLASS} | set(SYSTEM_CLASSES)
     for o in objs:
         _check_kai_labels(o, classes, out.warnings)
+        _check_kai_min_member(o, out.warnings)
         version_kind = (o.get("apiVersion"), o.get("kind"))
         t: Obj | None
         if is_upstream(o, "Workload"):
@@ -300,7 +316,8 @@ def kai_queue(q: Obj, warnings: list[str]) -> Obj:
             warnings.append(f"{what}: spec.reclaimMinRuntime and spec.preemptMinRuntime differ: drasched has one "
                             f"minRuntime for both, the shorter ({out['minRuntime']}) is used")
     resources: Obj = {}
-    for kai_name, res in (spec.get("resources") or {}).items():
+    given = spec.get("resources") or {}
+    for kai_name, res in given.items():
         name = KAI_RESOURCES.get(kai_name)
         if name is None:
             warnings.append(f"{what}: spec.resources.{kai_name} has no meaning here (known: gpu, cpu, memory)")
@@ -308,6 +325,9 @@ def kai_queue(q: Obj, warnings: list[str]) -> Obj:
         entry = _kai_resource(kai_name, res or {}, f"{what}: spec.resources.{kai_name}", warnings)
         if entry:
             resources[name] = entry
+    for kai_name, name in KAI_RESOURCES.items():
+        if kai_name not in given:
+            resources[name] = _kai_resource_left_out(kai_name, f"{what}: spec.resources.{kai_name}", warnings)
     if resources:
         out["resources"] = resources
     for k in sorted(set(spec) - {"parentQueue", "priority", "resources", "preemptMinRuntime", "reclaimMinRuntime"}):
@@ -320,11 +340,14 @@ def _kai_resource(kai_name: str, res: Obj, where: str, warnings: list[str]) -> O
     """One resource of a KAI Queue. ``-1`` is KAI's ``UnlimitedResourceQuantity``: a quota of -1
     is deserved without bound (KAI's fair share gives such a queue all it asks before dividing
     over quota, ``resource_division.go``, and never holds its non-preemptible workloads to it,
-    ``capacity_policy``): drasched's ``quota: unlimited``; a limit of -1 is no limit."""
+    ``capacity_policy``): drasched's ``quota: unlimited``; a limit of -1 is no limit, and an unset
+    limit is KAI's Go zero value, a limit of 0 (:func:`_kai_unset_limit`)."""
     entry: Obj = {}
     for k in ("quota", "limit"):
         v = res.get(k)
         if v is None:
+            if k == "limit":
+                entry[k] = _kai_unset_limit(kai_name, f"{where}.limit", warnings)
             continue
         if float(v) < 0:  # -1: unlimited
             if k == "quota":
@@ -341,6 +364,23 @@ def _kai_resource(kai_name: str, res: Obj, where: str, warnings: list[str]) -> O
     for k in sorted(set(res) - {"quota", "limit", "overQuotaWeight"}):
         warnings.append(f"{where}.{k} has no meaning here; ignored")
     return entry
+
+
+def _kai_resource_left_out(kai_name: str, where: str, warnings: list[str]) -> Obj:
+    """A resource a KAI Queue leaves out: KAI reads the zero ``QueueResource``, so its limit is 0
+    (its quota 0 too, which drasched's quota already is without a setting)."""
+    return {"limit": _kai_unset_limit(kai_name, where, warnings)}
+
+
+def _kai_unset_limit(kai_name: str, where: str, warnings: list[str]) -> str:
+    """An unset limit is 0 in KAI: ``QueueResource.Limit`` is a plain float64 with no default
+    (pkg/apis/scheduling/v2/resources.go), its scheduler caps the queue at it unless it is -1
+    (pkg/scheduler/plugins/proportion/capacity_policy/max_allowed_check.go ``isOverLimit``), and
+    its docs say "limit 0 or unset: no additional resources allowed (default)" (docs/queues/README.md).
+    So the queue's pods may ask none of the resource, and a warning says how to lift it."""
+    warnings.append(f"{where}: unset, which KAI reads as a limit of 0: the queue's pods may ask no {kai_name} "
+                    "(write limit: -1 for no limit)")
+    return _kai_quantity(kai_name, 0)
 
 
 def _kai_quantity(kai_name: str, value: Any) -> str:
@@ -495,8 +535,9 @@ def _check_kai_labels(o: Obj, classes: set[str], warnings: list[str]) -> None:
         where = "spec.priorityClassName" if o.get("kind") == "Pod" else "its pod template's spec.priorityClassName"
         warnings.append(f"{_what(o)}: {path} {name!r} ignored: {where} says {named!r}")
     elif not named and name not in classes:
-        warnings.append(f"{_what(o)}: {path}: PriorityClass {name!r} does not exist; ignored, the pods keep "
-                        "their own priority (KAI falls back to its default class)")
+        warnings.append(f"{_what(o)}: {path}: PriorityClass {name!r} does not exist; ignored, as KAI ignores it: "
+                        "in a KAI queue the pods run at KAI's default class for their workload's kind, elsewhere at "
+                        "their own priority")
 
 
 def _template_priority_class(workload: Obj) -> str | None:
@@ -515,6 +556,62 @@ def labelled_queue(labels: dict[str, str]) -> str | None:
     if ours:
         return ours
     return next((labels[k] for k in KAI_QUEUE_LABELS if labels.get(k)), None)
+
+
+def is_kai_queue(obj: Obj) -> bool:
+    """Whether a drasched Queue was written as a KAI ``scheduling.run.ai/v2`` Queue (translated)."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(TRANSLATED_FROM, "")).startswith(KAI_QUEUE_VERSION + " ")
+
+
+def kai_queue_names(queues: Iterable[Obj], kai_queues: Iterable[Obj] = ()) -> set[str]:
+    """The names of the queues that are KAI's: ``queues`` (drasched Queues) translated from KAI,
+    and ``kai_queues`` (``scheduling.run.ai/v2`` Queues as a server serves them) that no native
+    drasched Queue of the same name overrides (drasched's own wins a name)."""
+    native: set[str] = set()
+    names: set[str] = set()
+    for q in queues:
+        (names if is_kai_queue(q) else native).add(_name(q))
+    return names | ({_name(q) for q in kai_queues} - native)
+
+
+def group_kind(api_version: str, kind: str) -> str:
+    """``Kind.group`` as Go's ``schema.GroupKind`` prints it (``Deployment.apps``; ``Pod`` for the core group)."""
+    group = api_version.rpartition("/")[0] if "/" in api_version else ""
+    return f"{kind}.{group}" if group else kind
+
+
+def kai_default_priority_class(top_owner: str) -> str:
+    """The PriorityClass KAI's pod grouper gives a workload whose top owner is of kind ``top_owner``
+    (``Kind.group``) when neither it nor its pods name one (:data:`KAI_DEFAULT_PRIORITY_CLASSES`)."""
+    return KAI_DEFAULT_PRIORITY_CLASSES.get(top_owner, KAI_TRAIN_CLASS)
+
+
+def kai_min_member(workload: Obj) -> tuple[int, str | None]:
+    """A batch Job's or JobSet's minMember as KAI's pod grouper sets it: its ``kai.scheduler/batch-min-member``
+    annotation, else 1 (each pod on its own); and why the annotation was not used, when it is not a
+    whole number of at least 1 (KAI's grouper then makes no PodGroup at all; here the pods run as with 1)."""
+    raw = ((workload.get("metadata") or {}).get("annotations") or {}).get(KAI_BATCH_MIN_MEMBER)
+    if raw is None:
+        return 1, None
+    try:
+        value = int(str(raw), 10)
+    except ValueError:
+        value = 0
+    if value < 1:
+        return 1, f"annotation {KAI_BATCH_MIN_MEMBER}={raw!r} is not a whole number of at least 1; 1 is used"
+    return value, None
+
+
+def _check_kai_min_member(o: Obj, warnings: list[str]) -> None:
+    """KAI's Job and JobSet groupers read ``kai.scheduler/batch-min-member`` only; an older copy of
+    its docs example wrote ``kai.scheduler/min-member``, which they ignore: say so."""
+    if o.get("kind") not in ("Job", "JobSet"):
+        return
+    annotations = (o.get("metadata") or {}).get("annotations") or {}
+    if KAI_MIN_MEMBER_MISSPELT in annotations and KAI_BATCH_MIN_MEMBER not in annotations:
+        warnings.append(f"{_what(o)}: metadata.annotations[{KAI_MIN_MEMBER_MISSPELT}] is not read: KAI's "
+                        f"{o['kind']} grouper reads {KAI_BATCH_MIN_MEMBER}")
 
 
 # ---- helpers -----------------------------------------------------------------------------------

@@ -13,12 +13,20 @@ Only kinds whose gang the pod itself reveals are held: a Job's pod (a JobSet's J
 included), a LeaderWorkerSet's (made by the LWS itself, or by its StatefulSets as upstream's
 controller does, labelled with the LWS name), a Kubeflow PyTorchJob's or MPIJob's (labelled
 with the job name). A Deployment, ReplicaSet or StatefulSet is a gang only when annotated, which its pods
-do not show; their pods are not held.
+do not show; their pods are not held for a gang.
+
+One more hold, for KAI-Scheduler's default priority (:func:`awaited_top_owner`): a pod in a KAI
+queue that names no PriorityClass runs at the default class of its top owner's kind (``inference``
+for a Deployment, ``train`` for a bare ReplicaSet), and a ReplicaSet's pod does not show whether a
+Deployment owns the ReplicaSet. The controller, which has the ReplicaSets, writes the top owner's
+kind on such a pod (``drasched.io/top-owner``); until then the scheduler holds it.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from drasched.api.foreign import KAI_QUEUE_LABELS
 
 Obj = dict[str, Any]
 
@@ -34,6 +42,9 @@ HELD_KINDS = ("Job", "LeaderWorkerSet", *KUBEFLOW_KINDS)
 """Controller kinds whose pods wait for their implicit PodGroup."""
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 """On every pod of a LeaderWorkerSet; upstream's pods are controlled by its StatefulSets."""
+TOP_OWNER_ANNOTATION = "drasched.io/top-owner"
+"""``Kind.group`` of the pod's top owner (``Deployment.apps``), written by the implicit-gang
+controller where the pod's own ownerReferences stop short of it (a ReplicaSet's pod)."""
 
 
 def awaited_gang(pod: Obj) -> str | None:
@@ -61,3 +72,24 @@ def awaited_gang(pod: Obj) -> str | None:
         return None
     assert ref is not None
     return f"{kind} {md.get('namespace') or 'default'}/{ref.get('name', '')}"
+
+
+def awaited_top_owner(pod: Obj) -> str | None:
+    """``ReplicaSet <namespace>/<name>`` when ``pod`` waits for the controller to write its top
+    owner's kind (:data:`TOP_OWNER_ANNOTATION`): an unbound pod of a ReplicaSet, in a queue named by
+    KAI's label, that names no PriorityClass in ``spec.priorityClassName`` and has no group of its own
+    (a group's PodGroup is owned by the top owner already). None otherwise."""
+    md = pod.get("metadata") or {}
+    annotations = md.get("annotations") or {}
+    labels = md.get("labels") or {}
+    if TOP_OWNER_ANNOTATION in annotations or not any(labels.get(k) for k in KAI_QUEUE_LABELS):
+        return None
+    spec = pod.get("spec") or {}
+    if spec.get("priorityClassName") or spec.get("nodeName") or spec.get("schedulingGroup"):
+        return None
+    if POD_GROUP_LABEL in labels or KAI_POD_GROUP_ANNOTATION in annotations:
+        return None
+    ref = next((r for r in md.get("ownerReferences") or [] if isinstance(r, dict) and r.get("controller")), None)
+    if ref is None or ref.get("kind") != "ReplicaSet":
+        return None
+    return f"ReplicaSet {md.get('namespace') or 'default'}/{ref.get('name', '')}"

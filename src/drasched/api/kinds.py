@@ -88,6 +88,9 @@ reads and writes rules in it there; manifests are converted to v1 on input."""
 PRIORITY_CLASS = ResourceType(
     "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, has_status=False
 )
+RUNTIME_CLASS = ResourceType("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", False, has_status=False)
+"""Applied to new pods by the RuntimeClass admission plugin (overhead, node selector, tolerations):
+:mod:`drasched.store.pod_admission`."""
 LEASE = ResourceType("coordination.k8s.io", "v1", "Lease", "leases", True, has_status=False)
 POD_DISRUPTION_BUDGET = ResourceType("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True)
 QUEUE = ResourceType(DRASCHED, "v1alpha1", "Queue", "queues", False)
@@ -118,6 +121,7 @@ ALL: tuple[ResourceType, ...] = (
     SERVICE_ACCOUNT,
     CONFIG_MAP,
     PRIORITY_CLASS,
+    RUNTIME_CLASS,
     NODE,
     DEVICE_CLASS,
     RESOURCE_SLICE,
@@ -249,8 +253,6 @@ UNMODELED: dict[tuple[str, str], Unmodeled] = {
         Unmodeled("storage.k8s.io", "CSIStorageCapacity", ("v1", "v1beta1"), _STORAGE),
         Unmodeled("storage.k8s.io", "VolumeAttachment", ("v1",), _STORAGE),
         Unmodeled("storage.k8s.io", "VolumeAttributesClass", ("v1", "v1beta1"), _STORAGE),
-        Unmodeled("node.k8s.io", "RuntimeClass", ("v1",),
-                  "drasched does not apply RuntimeClasses (their pod overhead and node selector are not simulated)"),
         Unmodeled("policy", "PodSecurityPolicy", ("v1beta1",), NO_EFFECT),
         Unmodeled("apiextensions.k8s.io", "CustomResourceDefinition", ("v1", "v1beta1"),
                   "does not affect scheduling (objects of the kinds it defines stay unknown)"),

@@ -304,13 +304,24 @@ def _warn_unknown_fields(item: Loaded) -> None:
 def _warn_node_without_allocatable(item: Loaded) -> None:
     """A Node with neither ``status.allocatable`` nor ``status.capacity`` (which the API server
     copies into a missing allocatable) has nothing allocatable, not even pods: kube-scheduler's
-    NodeResourcesFit rejects every pod there ("Too many pods"), and so does drasched. A node
-    written by hand without its status usually means a forgotten one, so say so."""
+    NodeResourcesFit rejects every pod there ("Too many pods"), and so does drasched. One whose
+    allocatable lists resources but not ``pods`` allows no pod either (upstream's NodeInfo:
+    ``AllowedPodNumber`` 0; a kubelet always reports it). A node written by hand without them
+    usually means a forgotten one, so say so."""
     obj = item.obj
     if obj.get("kind") != kinds.NODE.kind or obj.get("apiVersion") != kinds.NODE.api_version:
         return
     status = obj.get("status")
-    if isinstance(status, dict) and (status.get("allocatable") or status.get("capacity")):
+    if not isinstance(status, dict):
+        status = {}
+    field = "allocatable" if status.get("allocatable") else "capacity"
+    raw = status.get(field)
+    if isinstance(raw, dict) and raw and "pods" not in raw:
+        print(f"warning: {item.where}: {_describe(obj)}: status.{field} has no pods: it allows no pod, so no "
+              'pod is scheduled there ("Too many pods"), as with kube-scheduler; add pods (a kubelet\'s '
+              "default is '110') to use it", file=sys.stderr)
+        return
+    if raw:
         return
     print(f"warning: {item.where}: {_describe(obj)}: no status.allocatable (nor status.capacity): nothing "
           'is allocatable on it, not even pods, so no pod is scheduled there ("Too many pods"), as with '

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from drasched.api.pod_resources import aggregate
+from drasched.api.pod_requests import pod_requests as shared_pod_requests
 from drasched.api.tolerations import tolerates
 from drasched.dra.nodes import node_selector_matches
 from drasched.quantity import Quantity, QuantityError
@@ -70,36 +70,23 @@ def _dra_backed(pod: Obj) -> set[str]:
 
 
 def pod_requests(pod: Obj) -> dict[str, int]:
-    """Upstream ``PodRequests`` in integral units, less the extended resources DRA provides:
-    containers summed, sidecars added, init containers as a max, pod-level cpu / memory /
-    hugepages requests in place of the containers' sum, ``overhead`` added."""
-    spec = pod.get("spec") or {}
-    total = aggregate(spec)
-    for name, raw in ((spec.get("resources") or {}).get("requests") or {}).items():
-        if name in ("cpu", "memory") or name.startswith("hugepages-"):
-            try:
-                total[name] = Quantity.parse(raw)
-            except (QuantityError, TypeError, ValueError):
-                continue
-    for name, raw in (spec.get("overhead") or {}).items():
-        try:
-            q = Quantity.parse(raw)
-        except (QuantityError, TypeError, ValueError):
-            continue
-        total[name] = total[name] + q if name in total else q
+    """Upstream ``PodRequests`` in integral units (the scheduler's own count,
+    :func:`drasched.api.pod_requests.pod_requests`), less the extended resources DRA provides."""
+    try:
+        requests = shared_pod_requests(pod.get("spec") or {})
+    except QuantityError:  # the API server refuses such a pod: never seen here
+        return {}
     dra = _dra_backed(pod)
-    return {name: _units(name, q) for name, q in total.items() if name not in dra and _units(name, q)}
+    return {name: int(units) for name, units in requests.items() if name != "pods" and name not in dra}
 
 
 def allocatable(node: Obj) -> dict[str, int]:
-    """``status.allocatable`` (the API server defaults it to the capacity) in integral units;
-    ``pods`` 110 when unset on a node that lists anything, as the scheduler reads it."""
+    """``status.allocatable`` (the API server defaults it to the capacity) in integral units. No
+    ``pods`` in it allows no pod (``OutOfpods``), as the scheduler reads it (upstream's NodeInfo:
+    ``AllowedPodNumber`` 0)."""
     status = node.get("status") or {}
     raw = status.get("allocatable") or status.get("capacity") or {}
-    out = {name: units for name, value in raw.items() if (units := _parse(name, value)) is not None}
-    if raw:
-        out.setdefault("pods", DEFAULT_MAX_PODS)
-    return out
+    return {name: units for name, value in raw.items() if (units := _parse(name, value)) is not None}
 
 
 def _affinity_matches(pod: Obj, node: Obj) -> bool:

@@ -21,8 +21,14 @@ What it does, per pod bound to a node (``spec.nodeName`` set):
   runner is asked to wake then. Without the annotation a pod runs forever. With
   ``drasched.io/sim-exit-code: <n>`` (n != 0) it ends Failed instead, every container
   terminated with that exit code (reason ``Error``), as a Job's podFailurePolicy reads it.
-  With ``restartPolicy: OnFailure`` the containers restart in the same pod instead
-  (``restartCount``; the first restart at once, then ``CrashLoopBackOff`` of 10s doubling to 5m).
+  With ``restartPolicy: OnFailure`` (a non-zero exit) or ``Always`` (any exit; a pod a controller
+  owns: a bare pod ends as above, see :func:`~drasched.node.restarts.restarts_in_place`) the
+  containers restart in the same pod instead, which stays Running (``restartCount``; the first
+  restart at once, then ``CrashLoopBackOff`` of 10s doubling to 5m, starting over after a run
+  longer than 10m). Restarts nothing ends (no Job counts them) wake the run only until their
+  cycle repeats (:func:`~drasched.node.restarts.settled`: at the 5m cap, or at the first restart of
+  a run longer than 10m); after that they happen only as virtual time moves on for other work,
+  so a Deployment whose pods carry a sim-duration still lets the simulation end.
 * **Remove.** A pod being deleted (``deletionTimestamp`` set) is finished with a force
   delete, as the kubelet ends a graceful deletion once its containers stopped. A pod
   annotated ``drasched.io/sim-termination: <Go duration>`` takes that long to stop (at most
@@ -74,6 +80,15 @@ from drasched.dra.claimrules import (
 )
 from drasched.node.admission import Rejection, admit
 from drasched.node.inprocess import DriverRegistry, prepare_in_process, unprepare_in_process
+from drasched.node.restarts import (
+    Restarting,
+    Run,
+    advance,
+    endless,
+    restart_delay,
+    restarts_in_place,
+    settled,
+)
 from drasched.node.sim_drivers import SimNodeDrivers
 from drasched.store.informer import Informer
 from drasched.store.wire import clone
@@ -106,11 +121,6 @@ def _set_condition(conds: list[Obj], cond_type: str, status: str, now: str, reas
     conds.append(cond)
 
 
-def _restart_delay(restarts: int) -> int:
-    """Seconds before restart number ``restarts + 1``: none for the first, then 10s doubling to 300s."""
-    return 0 if restarts <= 0 else min(10 * 2 ** (restarts - 1), 300)
-
-
 def _go_seconds(seconds: int) -> str:
     """A Go ``time.Duration`` string of whole seconds (``10s``, ``2m40s``, ``5m0s``)."""
     minutes, rest = divmod(seconds, 60)
@@ -126,16 +136,29 @@ def _running_since(pod: Obj) -> str | None:
     return None
 
 
-def _crash_loop(pod: Obj) -> datetime | None:
-    """When the containers of a pod in ``CrashLoopBackOff`` last terminated, else None."""
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        if ((cs.get("state") or {}).get("waiting") or {}).get("reason") == "CrashLoopBackOff":
-            finished = ((cs.get("lastState") or {}).get("terminated") or {}).get("finishedAt")
-            try:
-                return parse_time(str(finished))
-            except ValueError:
-                return None
-    return None
+def _in_crash_loop(pod: Obj) -> bool:
+    """Whether the pod's containers wait in ``CrashLoopBackOff``."""
+    return any(((cs.get("state") or {}).get("waiting") or {}).get("reason") == "CrashLoopBackOff"
+               for cs in (pod.get("status") or {}).get("containerStatuses") or [])
+
+
+def _restart_count(pod: Obj) -> int:
+    return max((int(cs.get("restartCount") or 0) for cs in (pod.get("status") or {}).get("containerStatuses") or []),
+               default=0)
+
+
+def _restarting(pod: Obj) -> Restarting:
+    """Where the pod's containers stand, read from its status (the first container speaks for all:
+    the simulated containers start and exit together). Raises ValueError on a bad timestamp."""
+    status = pod.get("status") or {}
+    first = (status.get("containerStatuses") or [{}])[0]
+    term = (first.get("lastState") or {}).get("terminated") or {}
+    last = Run(parse_time(str(term["startedAt"])), parse_time(str(term["finishedAt"]))) if (
+        term.get("startedAt") and term.get("finishedAt")) else None
+    if _in_crash_loop(pod) and last is not None:
+        return Restarting(_restart_count(pod), None, last)
+    since = _running_since(pod) or status.get("startTime") or _md(pod).get("creationTimestamp") or ""
+    return Restarting(_restart_count(pod), parse_time(str(since)), last)
 
 
 @dataclass(frozen=True)
@@ -453,9 +476,6 @@ class SimulatedKubelet:
         text = (_md(pod).get("annotations") or {}).get(SIM_DURATION_ANNOTATION)
         if text is None:
             return False
-        waiting = _crash_loop(pod)
-        if waiting is not None:
-            return self._maybe_restart(pod, waiting)
         try:
             duration = parse_go_duration(text)
             started = parse_time(_running_since(pod) or (pod.get("status") or {}).get("startTime")
@@ -464,13 +484,16 @@ class SimulatedKubelet:
             self._warn_once(pod, "InvalidSimDuration", f"annotation {SIM_DURATION_ANNOTATION}: {exc}; "
                                                        "the pod keeps running")
             return False
+        if _in_crash_loop(pod):
+            return self._restart(pod, text, duration)
         deadline = started + duration
         if self.ctx.now() < deadline:
-            self._wake(deadline, f"{_md(pod).get('namespace')}/{_md(pod).get('name')}")
+            self._wake(deadline, f"{_md(pod).get('namespace')}/{_md(pod).get('name')}",
+                       drive=not (endless(pod) and settled(_restart_count(pod), duration)))
             return False
         exit_code = self._exit_code(pod)
-        if exit_code != 0 and (pod.get("spec") or {}).get("restartPolicy") == "OnFailure":
-            return self._crash(pod, exit_code, text)
+        if restarts_in_place(pod, exit_code):
+            return self._restart(pod, text, duration)
         claims, _, _ = self._claims_ready(pod)
         self._unprepare(pod, claims)
         now = format_time(self.ctx.now())
@@ -490,61 +513,70 @@ class SimulatedKubelet:
                         + (f", exit code {exit_code})" if exit_code else ")"))
         return True
 
-    def _crash(self, pod: Obj, exit_code: int, text: str) -> bool:
-        """``restartPolicy: OnFailure``: the containers exited non-zero, so the kubelet restarts
-        them in the same pod (the pod stays Running). Upstream's container back-off
-        (pkg/kubelet/kuberuntime ``doBackOff``, ``flowcontrol.Backoff`` of 10s doubling to
-        300s): the first restart is at once, each later one waits in ``CrashLoopBackOff``."""
-        now = format_time(self.ctx.now())
+    def _restart(self, pod: Obj, text: str, duration: timedelta) -> bool:
+        """The containers exited and the kubelet restarts them in the same pod, which stays Running
+        (:mod:`drasched.node.restarts`: the first restart at once, then ``CrashLoopBackOff``).
+
+        The pod is brought to where its timeline stands now, so one looked at late (its cycle
+        had settled and no longer woke the run) gets every restart it missed. Once nothing ends
+        the restarts (no Job counts them) and the cycle only repeats, the next exit no longer
+        wakes the run: such a pod would keep a simulation going for ever.
+        """
+        key = f"{_md(pod).get('namespace')}/{_md(pod).get('name')}"
+        try:
+            before = _restarting(pod)
+        except ValueError:
+            return False  # a status this kubelet did not write: leave the pod as it is
+        after = advance(before, duration, self.ctx.now())
+        drive = not (endless(pod) and settled(after.restarts, duration))
+        if after == before:
+            self._wake(after.next_event(duration), key, drive=drive)
+            return False
+        exit_code = self._exit_code(pod)
         status = clone(pod.get("status") or {})
-        restarts = max((int(cs.get("restartCount") or 0) for cs in status.get("containerStatuses") or []),
-                       default=0)
-        delay = _restart_delay(restarts)
+        if not status.get("containerStatuses"):  # a pod restored Running without them
+            status["containerStatuses"] = [
+                {"name": c.get("name"), "image": c.get("image"), "imageID": "", "ready": True, "started": True,
+                 "restartCount": before.restarts, "state": {"running": {"startedAt": format_time(before.since())}}}
+                for c in (pod.get("spec") or {}).get("containers") or []]
+        since = format_time(after.since())
+        delay = int(restart_delay(after.restarts, after.last.finished - after.last.started).total_seconds()) if (
+            after.running_since is None and after.last is not None) else 0
         for cs in status.get("containerStatuses") or []:
-            started_at = ((cs.get("state") or {}).get("running") or {}).get("startedAt", now)
-            cs["lastState"] = {"terminated": {"exitCode": exit_code, "reason": "Error", "startedAt": started_at,
-                                              "finishedAt": now}}
-            if delay:
+            cs["restartCount"] = after.restarts
+            if after.last is not None:
+                cs["lastState"] = {"terminated": {
+                    "exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
+                    "startedAt": format_time(after.last.started), "finishedAt": format_time(after.last.finished)}}
+            if after.running_since is not None:
+                cs.update(ready=True, started=True, state={"running": {"startedAt": since}})
+            else:
                 cs.update(ready=False, started=False, state={"waiting": {
                     "reason": "CrashLoopBackOff",
                     "message": f"back-off {_go_seconds(delay)} restarting failed container={cs.get('name')} "
                                f"pod={_md(pod).get('name')}_{_md(pod).get('namespace')}({_md(pod).get('uid')})"}})
-            else:
-                cs.update(ready=True, started=True, restartCount=int(cs.get("restartCount") or 0) + 1,
-                          state={"running": {"startedAt": now}})
-        if delay:
-            conds = status.setdefault("conditions", [])
-            for cond_type in ("ContainersReady", "Ready"):
-                _set_condition(conds, cond_type, "False", now, reason="ContainersNotReady")
-        if not self._write_status(pod, status):
-            return True
-        self.ctx.decide(self.name, "restart", pod, f"exit code {exit_code} after {text} ({SIM_DURATION_ANNOTATION}); "
-                        + (f"back-off {_go_seconds(delay)}" if delay else "restarted at once")
-                        + " (restartPolicy OnFailure)")
-        if delay:
-            self._wake(self.ctx.now() + timedelta(seconds=delay),
-                       f"{_md(pod).get('namespace')}/{_md(pod).get('name')}")
-        return True
-
-    def _maybe_restart(self, pod: Obj, finished: datetime) -> bool:
-        """A container in CrashLoopBackOff starts again once its back-off is over."""
-        status = clone(pod.get("status") or {})
-        restarts = max((int(cs.get("restartCount") or 0) for cs in status.get("containerStatuses") or []),
-                       default=0)
-        due = finished + timedelta(seconds=_restart_delay(restarts))
-        if self.ctx.now() < due:
-            self._wake(due, f"{_md(pod).get('namespace')}/{_md(pod).get('name')}")
-            return False
-        now = format_time(self.ctx.now())
-        for cs in status.get("containerStatuses") or []:
-            cs.update(ready=True, started=True, restartCount=int(cs.get("restartCount") or 0) + 1,
-                      state={"running": {"startedAt": now}})
         conds = status.setdefault("conditions", [])
         for cond_type in ("ContainersReady", "Ready"):
-            _set_condition(conds, cond_type, "True", now)
+            if after.running_since is not None:
+                _set_condition(conds, cond_type, "True", since)
+            else:
+                _set_condition(conds, cond_type, "False", since, reason="ContainersNotReady")
+        if status == (pod.get("status") or {}):
+            return False  # nothing this kubelet can show (no containers)
         if not self._write_status(pod, status):
             return True
-        self.ctx.decide(self.name, "restart", pod, f"containers restarted after back-off (restart {restarts + 1})")
+        policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+        exited = f"exit code {exit_code} after {text} ({SIM_DURATION_ANNOTATION}); "
+        if after.running_since is None:
+            message = f"{exited}back-off {_go_seconds(delay)} (restartPolicy {policy})"
+        elif after.last is not None and after.running_since == after.last.finished:
+            message = f"{exited}restarted at once (restartPolicy {policy})"
+        else:
+            message = f"containers restarted after back-off (restart {after.restarts})"
+        if after.restarts - before.restarts > 1:
+            message += f"; {after.restarts - before.restarts} restarts since {format_time(before.since())}"
+        self.ctx.decide(self.name, "restart", pod, message)
+        self._wake(after.next_event(duration), key, drive=drive)
         return True
 
     def _exit_code(self, pod: Obj) -> int:
@@ -632,12 +664,14 @@ class SimulatedKubelet:
         return deadline - grace + min(stop, grace)  # deletionTimestamp is the deadline: requested + grace
 
     # ---- helpers -------------------------------------------------------------------------------
-    def _wake(self, when: datetime, key: str) -> None:
-        """Look at the pod ``key`` again at ``when`` (the runner advances virtual time to it)."""
+    def _wake(self, when: datetime, key: str, *, drive: bool = True) -> None:
+        """Look at the pod ``key`` again at ``when``; ``drive``: the runner advances virtual time to
+        it (otherwise the pod is looked at once virtual time got there for something else)."""
         if (when, key) not in self._scheduled:
             self._scheduled.add((when, key))
             heapq.heappush(self._deadlines, (when, key))
-            self.ctx.wake_at(when)
+            if drive:
+                self.ctx.wake_at(when)
 
     def _write_status(self, pod: Obj, status: Obj) -> bool:
         """Patch the status subresource under the pod's resourceVersion; False on a lost race."""

@@ -5,7 +5,8 @@ output or a snapshot of a settled cluster stays as it is). The pod is then tried
 node by the scheduler's own placement step (``place_task``, restricted to that node, on a
 fresh session over the final state, rolled back afterwards), so each node's reasons are the
 same filters, vector fit and allocator reasons that build the PodScheduled message, for that
-node alone. What holds for every node (a queue over its limit, a claim not created yet)
+node alone. What holds for every node (a queue over its limit, a claim not created yet, a
+gang its queue or PodGroup holds back: a queue that does not exist, a KAI parent queue)
 is said once; a pod that fits a node on its own but still waits is held back by its gang
 or its queue, as its PodScheduled message says. A pod with ``spec.schedulingGates`` is not
 tried at all (upstream's SchedulingGates PreEnqueue keeps it out of the queue): its gates are
@@ -125,7 +126,9 @@ def explain(objects: Sequence[Obj], pod: str, *, max_rounds: int = 100_000) -> E
         return out
     raw, group = tried
     failures = set(raw.values())
-    if len(failures) == 1 and None not in failures and _about_the_pod(next(iter(failures)) or "", len(raw)):
+    if group.blocked is not None:  # its queue or PodGroup holds the whole gang back, whatever the nodes say
+        out.everywhere = group.blocked
+    elif len(failures) == 1 and None not in failures and _about_the_pod(next(iter(failures)) or "", len(raw)):
         out.everywhere = _one_node_reasons(next(iter(failures)) or "")
     else:
         out.nodes = {name: "" if why is None else _one_node_reasons(why) for name, why in raw.items()}

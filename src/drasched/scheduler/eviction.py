@@ -62,6 +62,12 @@ class EvictionState:
     """Victim-set simulations left in this cycle."""
     evictions: list[Eviction] = field(default_factory=list)
     evicted_gangs: set[str] = field(default_factory=set)
+    released: dict[str, int] = field(default_factory=dict)
+    """Pod key -> releases in force (``release.Release``): victims being evicted, and terminating
+    pods whose room a nominated preemptor takes. The inter-pod filters count them nowhere while
+    released (upstream's ``RemovePod`` in the preemption dry run)."""
+    released_version: int = 0
+    """Changes of :attr:`released`, for readers that follow it."""
     nominated: dict[str, str] = field(default_factory=dict)
     """Pod key -> node name: preemptors holding room until their victims are gone (no BindRequest)."""
     ghosts: set[str] = field(default_factory=set)

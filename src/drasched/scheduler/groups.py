@@ -2,6 +2,10 @@
 
 A group is built from its members alone (plus its PodGroup object), so the snapshot
 builder can rebuild just the groups whose pods or PodGroup changed.
+
+In a KAI queue two of KAI's rules hold (:func:`_kai_rules`): a parent queue takes no gang, and
+a gang whose workload names no PriorityClass runs at the class KAI's pod grouper gives the kind of
+its top owner (``inference`` for a Deployment, ``build`` for a Kubeflow Notebook, else ``train``).
 """
 
 from __future__ import annotations
@@ -10,10 +14,12 @@ from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from drasched.api.foreign import group_kind, kai_default_priority_class
 from drasched.scheduler.claims import ClaimEntry, claim_entries
 from drasched.scheduler.constants import DEFAULT_QUEUE
 from drasched.scheduler.foreign_intake import claim_consumer
-from drasched.scheduler.podinfo import PodInfo
+from drasched.scheduler.podinfo import PodInfo, names_class
+from drasched.scheduler.queues import QueueInfo, not_a_leaf
 
 Obj = dict[str, Any]
 
@@ -43,6 +49,10 @@ class GroupInfo:
     label_mismatch: list[PodInfo] = field(default_factory=list)
     movable: bool = True
     """Every running pod has a controller owner (:func:`movable`): consolidation may move the gang."""
+    default_class: str | None = None
+    """KAI's default PriorityClass the gang runs at, named by nothing else (:func:`_kai_rules`)."""
+    top_owner: str | None = None
+    """``Kind.group`` of the workload whose kind chose :attr:`default_class`."""
 
     @property
     def ref(self) -> Obj:
@@ -72,7 +82,7 @@ def movable(pods: Sequence[PodInfo]) -> bool:
 
 
 def build_group(key: str, members: Sequence[PodInfo], pod_group: Obj | None, assumed: Container[str],
-                priority_of_class: Mapping[str, int], queues: Container[str], topology: bool) -> GroupInfo:
+                priority_of_class: Mapping[str, int], queues: Mapping[str, QueueInfo], topology: bool) -> GroupInfo:
     """The group ``key`` of ``members`` (in :func:`member_order`); ``assumed``: pods a pending
     BindRequest places; ``topology`` False drops topology constraints (the plugin is disabled)."""
     g = _new_group(key, members[0], pod_group, priority_of_class)
@@ -88,10 +98,12 @@ def build_group(key: str, members: Sequence[PodInfo], pod_group: Obj | None, ass
         g.required_key = g.preferred_key = None
     if g.queue not in queues and g.blocked is None:
         g.blocked = f'queue "{g.queue}" does not exist'
+    _kai_rules(g, queues, priority_of_class)
     return g
 
 
-def lone_pod_group(key: str, p: PodInfo, assumed: Container[str], queues: Container[str]) -> GroupInfo:
+def lone_pod_group(key: str, p: PodInfo, assumed: Container[str], queues: Mapping[str, QueueInfo],
+                   priority_of_class: Mapping[str, int]) -> GroupInfo:
     """What :func:`build_group` gives the implicit group of pod ``p`` alone (no group label),
     made directly: a large cluster has one per bound pod without a group, built on every full build."""
     queue = p.queue_label or DEFAULT_QUEUE
@@ -102,9 +114,49 @@ def lone_pod_group(key: str, p: PodInfo, assumed: Container[str], queues: Contai
     elif not p.node_name and p.key not in assumed and not p.deleting and not p.terminal and not p.gated:
         pending.append(p)
     blocked = None if queue in queues else f'queue "{queue}" does not exist'
-    return GroupInfo(key, p.namespace, p.name, None, True, 1, queue, p.priority, p.created, None, None, (), [p],
-                     pending, placed, blocked, [],
-                     p.controlled or not p.node_name or p.terminal or p.deleting)  # movable
+    g = GroupInfo(key, p.namespace, p.name, None, True, 1, queue, p.priority, p.created, None, None, (), [p],
+                  pending, placed, blocked, [],
+                  p.controlled or not p.node_name or p.terminal or p.deleting)  # movable
+    _kai_rules(g, queues, priority_of_class)
+    return g
+
+
+def _kai_rules(g: GroupInfo, queues: Mapping[str, QueueInfo], priority_of_class: Mapping[str, int]) -> None:
+    """KAI's rules for a gang in a KAI queue: none is placed in a parent queue (:func:`not_a_leaf`),
+    and one that names no PriorityClass runs at KAI's default for its top owner's kind."""
+    info = queues.get(g.queue)
+    if info is None or not info.kai:
+        return
+    if g.blocked is None:
+        g.blocked = not_a_leaf(info)
+    owner = _default_class_owner(g, priority_of_class)
+    if owner is None:
+        return
+    name = kai_default_priority_class(owner)
+    value = priority_of_class.get(name)
+    if value is not None:  # a class that does not exist: the pods keep their own priority, as for KAI's label
+        g.priority, g.default_class, g.top_owner = value, name, owner
+
+
+def _default_class_owner(g: GroupInfo, priority_of_class: Mapping[str, int]) -> str | None:
+    """``Kind.group`` of the top owner whose kind sets the gang's PriorityClass, as KAI's pod grouper
+    does (pkg/podgrouper/podgrouper/plugins/defaultgrouper ``CalcPriorityClassWithDefaults``), or None
+    where something names the class: the PodGroup, or a pod (:func:`~drasched.scheduler.podinfo.names_class`).
+    KAI's grouper makes the PodGroups of workloads, so only a pod of none, or a PodGroup made for a
+    workload (the implicit-gang controller's, owned by the top owner), takes a default: a PodGroup
+    someone wrote keeps what it says."""
+    for p in g.pods:
+        md = p.obj.get("metadata") or {}
+        if names_class(md.get("labels") or {}, p.obj.get("spec") or {}, priority_of_class):
+            return None
+    if g.implicit:
+        return g.pods[0].top_owner if g.pods else None
+    spec = (g.obj or {}).get("spec") or {}
+    if spec.get("priorityClassName"):
+        return None
+    refs = ((g.obj or {}).get("metadata") or {}).get("ownerReferences") or ()
+    ref = next((r for r in refs if isinstance(r, dict) and r.get("controller")), None)
+    return group_kind(str(ref.get("apiVersion") or ""), str(ref.get("kind") or "")) if ref is not None else None
 
 
 def _new_group(key: str, first: PodInfo, pg: Obj | None, prio: Mapping[str, int]) -> GroupInfo:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from drasched.api.foreign import KAI_POD_GROUP_ANNOTATION, KAI_PRIORITY_LABEL, KAI_QUEUE_LABELS
+from drasched.api.foreign import KAI_POD_GROUP_ANNOTATION, KAI_PRIORITY_LABEL, KAI_QUEUE_LABELS, group_kind
+from drasched.api.implicitgang import TOP_OWNER_ANNOTATION
 from drasched.quantity import QuantityError
 from drasched.scheduler.claims import ClaimEntry, claim_entries
 from drasched.scheduler.constants import GPU, POD_GROUP_LABEL, POD_SCHEDULED, PODS, QUEUE_LABEL, UNSCHEDULABLE
@@ -16,7 +17,6 @@ from drasched.scheduler.resources import pod_requests, to_units
 
 Obj = dict[str, Any]
 TERMINAL = ("Succeeded", "Failed")
-DEFAULT_MAX_PODS = 110.0
 
 
 PodKeys = Callable[["PodInfo"], tuple[str, str]]
@@ -75,6 +75,11 @@ class PodInfo:
         return tuple((self.obj.get("spec") or {}).get("tolerations") or ())
 
     @property
+    def top_owner(self) -> str:
+        """``Kind.group`` of the pod's top owner (:func:`top_owner_kind`), for KAI's default PriorityClass."""
+        return top_owner_kind(self.obj.get("metadata") or {})
+
+    @property
     def condition(self) -> tuple[str, str, str] | None:
         """The pod's PodScheduled condition: (status, reason, message)."""
         return _scheduled_condition(self.obj)
@@ -126,11 +131,37 @@ def labelled_priority(labels: Obj, spec: Obj, priority_of_class: dict[str, int])
     """The priority of KAI-Scheduler's ``priorityClassName`` label, read as KAI reads it: only
     where ``spec.priorityClassName`` names no class (the API server resolved that one into
     ``spec.priority``, and it wins); a label naming a class that does not exist is ignored, as
-    KAI falls back to its default (here: the pod's own priority). None: no such label applies."""
+    KAI falls back to its default (here: the pod's own priority; in a KAI queue, KAI's default class
+    for the kind of the pod's top owner, :func:`names_class`). None: no such label applies."""
     name = labels.get(KAI_PRIORITY_LABEL)
     if not name or spec.get("priorityClassName"):
         return None
     return priority_of_class.get(name)
+
+
+def names_class(labels: Obj, spec: Obj, priority_of_class: Mapping[str, int]) -> bool:
+    """Whether the pod names its own PriorityClass, as KAI's pod grouper takes one: ``spec.priorityClassName``
+    (which the API server fills with the global default class, if any), or KAI's ``priorityClassName``
+    label naming a class that exists (a missing one falls through to the default, as in KAI's
+    ``CalcPriorityClassWithDefaults``). A pod that names none runs, in a KAI queue, at the default class
+    of its top owner's kind (``scheduler/groups.py``)."""
+    if spec.get("priorityClassName"):
+        return True
+    return labels.get(KAI_PRIORITY_LABEL) in priority_of_class
+
+
+def top_owner_kind(md: Obj) -> str:
+    """``Kind.group`` of the pod's top owner, as KAI's pod grouper finds it by ownerReferences: the
+    ``drasched.io/top-owner`` annotation, which the implicit-gang controller writes where the pod's own
+    reference stops short (a ReplicaSet's pod: the ReplicaSet's own owner, a Deployment), else the
+    pod's controller reference, else the pod itself (``Pod``)."""
+    written = (md.get("annotations") or {}).get(TOP_OWNER_ANNOTATION)
+    if written:
+        return str(written)
+    for ref in md.get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller"):
+            return group_kind(str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""))
+    return "Pod"
 
 
 def group_label(md: Obj) -> str | None:
@@ -293,10 +324,9 @@ def parse_node(obj: Obj, index: int) -> NodeInfo:
             allocatable[name] = to_units(name, value)
         except (QuantityError, TypeError):
             continue  # a malformed node quantity counts as none of that resource
-    if raw:
-        allocatable.setdefault(PODS, DEFAULT_MAX_PODS)
-    # else: a node with neither has nothing allocatable, not even pods, as upstream's NodeInfo
-    # (Allocatable from an empty ResourceList: AllowedPodNumber 0, so NodeResourcesFit says
-    # "Too many pods" for every pod); drasched simulate warns about such a node when it loads it.
+    # No "pods" in it allows no pod, as upstream's NodeInfo (``NewResource``: AllowedPodNumber is
+    # ``allocatable["pods"]``, 0 when missing, so NodeResourcesFit says "Too many pods" for every
+    # pod); a node with neither allocatable nor capacity has nothing at all. drasched simulate
+    # warns about both when it loads such a node.
     return NodeInfo(str(md.get("name", "")), index, dict(md.get("labels") or {}),
                     tuple(spec.get("taints") or ()), bool(spec.get("unschedulable")), allocatable, obj)

@@ -14,7 +14,8 @@ Which workloads are non-preemptible (KAI's ``CalculatePreemptibility``): the Pod
 ``kai.scheduler/preemptibility``), else the pods' ``kai.scheduler/preemptibility`` label
 (``preemptible`` or ``non-preemptible``), else a PriorityClass that drasched protects
 (``drasched.io/preemptible: "false"``), else a priority of 100 or more (KAI's ``build`` and
-``inference`` classes).
+``inference`` classes, which KAI also gives by default to a Notebook's and a Deployment's pods that
+name no class: ``scheduler/groups.py``).
 
 drasched applies the rule to gangs in KAI's queues only (a ``scheduling.run.ai/v2`` Queue,
 translated): a drasched Queue's quota keeps its own meaning (docs/design.md, "Other
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from drasched.api.foreign import KAI_PREEMPTIBILITY_LABEL, KAI_QUEUE_VERSION, TRANSLATED_FROM
+from drasched.api.foreign import KAI_PREEMPTIBILITY_LABEL
 from drasched.scheduler.accounting import demand_with_claims, pod_claim_keys
 from drasched.scheduler.constants import GPU
 from drasched.scheduler.queues import QueueInfo
@@ -43,8 +44,7 @@ EPS = 1e-9
 
 def is_kai_queue(info: QueueInfo) -> bool:
     """Whether the queue was written as a KAI ``scheduling.run.ai/v2`` Queue."""
-    md = (info.obj or {}).get("metadata") or {}
-    return str((md.get("annotations") or {}).get(TRANSLATED_FROM, "")).startswith(KAI_QUEUE_VERSION + " ")
+    return info.kai
 
 
 def why_non_preemptible(session: Session, g: GroupInfo) -> str | None:
@@ -63,14 +63,22 @@ def why_non_preemptible(session: Session, g: GroupInfo) -> str | None:
     if pcs:
         names = [str(((g.obj or {}).get("spec") or {}).get("priorityClassName") or "")]
         names += [str((p.obj.get("spec") or {}).get("priorityClassName") or "") for p in g.pods[:1]]
+        names += [g.default_class or ""]
         for name in names:
             md = ((pcs.get(name) or {}).get("metadata") or {}) if name else {}
             marked = ((md.get("labels") or {}).get(PREEMPTIBLE_KEY), (md.get("annotations") or {}).get(PREEMPTIBLE_KEY))
             if "false" in marked:
                 return f"its PriorityClass {name} is not preemptible ({PREEMPTIBLE_KEY})"
     if g.priority >= NON_PREEMPTIBLE_PRIORITY:
-        return f"its priority {g.priority} is {NON_PREEMPTIBLE_PRIORITY} or more"
+        return f"its priority {g.priority} is {NON_PREEMPTIBLE_PRIORITY} or more{_default_class_note(g)}"
     return None
+
+
+def _default_class_note(g: GroupInfo) -> str:
+    """Where a priority set by KAI's default class came from, for the pod's message."""
+    if g.default_class is None:
+        return ""
+    return f", KAI's default PriorityClass {g.default_class} for a workload of kind {g.top_owner}"
 
 
 def quota_bound(session: Session, g: GroupInfo) -> bool | None:

@@ -4,6 +4,9 @@ Bad input never stops scheduling: a missing parent or a cycle makes the queue to
 a negative or malformed quota/limit is ignored, a dimension set twice through aliases keeps
 the first setting; each problem becomes a message for the queue's ``Valid`` condition.
 A ``default`` queue exists even when no object defines it.
+
+A queue written as a KAI-Scheduler ``scheduling.run.ai/v2`` Queue (translated, :attr:`QueueInfo.kai`)
+keeps KAI's rules where they differ: a parent KAI queue takes no workloads (:func:`not_a_leaf`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from drasched.api.duration import parse_go_duration
+from drasched.api.foreign import is_kai_queue
 from drasched.quantity import QuantityError
 from drasched.scheduler.constants import DEFAULT_QUEUE
 from drasched.scheduler.resources import exact_units
@@ -55,9 +59,23 @@ class QueueInfo:
     children: list[str] = field(default_factory=list)
     min_runtime: float | None = None
     """``spec.minRuntime`` in seconds: its pods that ran less are not reclaim or preemption victims."""
+    kai: bool = False
+    """Written as a KAI ``scheduling.run.ai/v2`` Queue: KAI's rules hold in it (docs/design.md, "Other
+    schedulers' objects")."""
 
     def settings(self, dim: str) -> DimSettings:
         return self.resources.get(dim) or _NO_SETTINGS
+
+
+def not_a_leaf(info: QueueInfo) -> str | None:
+    """Why a KAI queue with child queues takes no workload, or None: KAI schedules the jobs of
+    leaf queues only (pkg/scheduler/actions/utils/jobs_order_by_queues.go, "Skip jobs whose queue
+    is not a leaf queue"; docs/queues/README.md, "Only leaf queues ... can be used for scheduling
+    jobs"). drasched's own parent queues take pods beside their children's (their own share)."""
+    if not info.kai or not info.children:
+        return None
+    return (f'queue "{info.name}" is not a leaf queue (its child queues: {", ".join(info.children)}): a KAI '
+            "queue with child queues takes no workloads, only its leaf queues do; label the pod with one of them")
 
 
 _NO_SETTINGS = DimSettings()
@@ -155,7 +173,7 @@ def build_queue_tree(objs: Iterable[Obj], dim_of: Callable[[str], str]) -> Queue
         parent = spec.get("parentQueue") or None
         queues[name] = QueueInfo(name, str(parent) if parent else None, prio,
                                  _parse_resources(spec, dim_of, problems), obj, problems,
-                                 min_runtime=_min_runtime(spec.get("minRuntime"), problems))
+                                 min_runtime=_min_runtime(spec.get("minRuntime"), problems), kai=is_kai_queue(obj))
     if DEFAULT_QUEUE not in queues:
         queues[DEFAULT_QUEUE] = QueueInfo(DEFAULT_QUEUE, None, 100, {}, None)
     for q in queues.values():

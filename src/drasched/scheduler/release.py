@@ -1,7 +1,8 @@
 """Freeing a running pod's resources inside a session, journaled like every other change.
 
 A released pod (a victim being evicted, or a terminating pod whose room a nominated
-preemptor may use) gives back on its node: its container requests in the node vectors;
+preemptor may use) gives back on its node: its place in the inter-pod filters' counts
+(``EvictionState.released``); its container requests in the node vectors;
 its reservation in each of its claims; and every claim whose last consumer it was (claims
 from templates, extended-resource claims, shared claims no one else holds): allocation out
 of the allocator state, DeviceClass rows freed. A claim still reserved for someone else
@@ -76,6 +77,9 @@ class Release:
             s.used[row, j] -= v
             s.idle[row, j] += v
         s.node_version[j] += 1
+        released = s.disruption.released
+        released[pod.key] = released.get(pod.key, 0) + 1
+        s.disruption.released_version += 1
         self.freed, self.unreserved = [], []
         for key in claim_keys(s, pod):
             if all(r.get("uid") != pod.uid for r in s.reservations(key)):
@@ -109,6 +113,12 @@ class Release:
             s.state.add(alloc)
         for key in self.unreserved:
             s.released[key].discard(pod.uid)
+        released = s.disruption.released
+        if released[pod.key] == 1:
+            del released[pod.key]
+        else:
+            released[pod.key] -= 1
+        s.disruption.released_version += 1
         for row, v in self.rows:
             s.used[row, j] += v
             s.idle[row, j] -= v

@@ -106,10 +106,21 @@ class Session:
 
     def static(self, pod: PodInfo) -> StaticResult:
         """Static filters, evaluated once per distinct ``static_key`` (their signatures)."""
-        hit = self._static.get(pod.static_key)
+        key = pod.static_key
+        hit = self._static.get(key)
         if hit is None:
-            hit = static_filter(self.snap.nodes, pod, self.snap.profile.static_filters)
-            self._static[pod.static_key] = hit
+            snap = self.snap
+            profile = snap.profile
+
+            def build() -> tuple[Any, StaticResult]:  # the profile kept with it: its id stays unique
+                result = static_filter(snap.nodes, pod, profile.static_filters)
+                result.ok.setflags(write=False)  # shared by the cycles of this world
+                return profile, result
+
+            table = snap.pod_table  # the world's: its nodes' labels, taints and allocatable are fixed
+            hit = (table.recent_node_memo(f"static:{id(profile)}:{key}", build) if table is not None
+                   else build())[1]
+            self._static[key] = hit
         return hit
 
     def claim_allocation(self, key: str) -> Obj | None:

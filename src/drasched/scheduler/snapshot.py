@@ -552,7 +552,7 @@ class SnapshotBuilder:
         p = w.pods[key]
         if p.group_label is not None or p.claim_entries:
             return False
-        g = lone_pod_group(gkey, p, w.assumed, w.tree.queues)
+        g = lone_pod_group(gkey, p, w.assumed, w.tree.queues, w.prio)
         w.groups[gkey] = g
         if g.pending:
             w.pending.add(gkey)
@@ -585,7 +585,7 @@ class SnapshotBuilder:
         if len(members) > 1:
             members.sort(key=member_order)
         if len(members) == 1 and members[0].group_label is None:
-            g = lone_pod_group(gkey, members[0], w.assumed, w.tree.queues)
+            g = lone_pod_group(gkey, members[0], w.assumed, w.tree.queues, w.prio)
         else:
             g = build_group(gkey, members, pgs.get(gkey) if members[0].group_label else None, w.assumed, w.prio,
                             w.tree.queues, self.profile.topology)

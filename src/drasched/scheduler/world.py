@@ -167,6 +167,8 @@ def pod_usage(pod: PodInfo, group: GroupInfo, assumed: Mapping[str, str], claim_
     return PodUsage(group.queue, kinds, demand(pod), tuple(claim_keys))
 
 
-def queue_shape(tree: QueueTree) -> dict[str, str | None]:
-    """Queue names and effective parents: as long as these stay, queue usage stays valid."""
-    return {name: q.parent for name, q in tree.queues.items()}
+def queue_shape(tree: QueueTree) -> dict[str, tuple[str | None, bool]]:
+    """Queue names, effective parents and whether each is KAI's: as long as these stay, queue usage
+    stays valid, and so do the gangs (a KAI queue's gangs follow KAI's rules: a parent queue takes
+    none, a default PriorityClass by workload kind)."""
+    return {name: (q.parent, q.kai) for name, q in tree.queues.items()}

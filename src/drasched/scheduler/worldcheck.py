@@ -80,6 +80,10 @@ def check_same_world(kept: World, fresh: World) -> None:
         table_b.with_label(ns, key, ())
     if table_a.label_tables() != table_b.label_tables():
         differ("pods by label", table_a.label_tables(), table_b.label_tables())
+    for key, per_node in table_a.kept_counts().items():
+        again = table_a.walk_again(key, len(kept.nodes))
+        if not np.array_equal(per_node, again):
+            differ(f"kept pod count {key}", per_node.tolist(), again.tolist())
     if kept.groups.keys() != fresh.groups.keys():
         differ("groups", sorted(kept.groups.keys() ^ fresh.groups.keys()))
     for k, g in kept.groups.items():

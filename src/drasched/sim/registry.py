@@ -15,8 +15,10 @@ def build_default_controllers() -> list[Controller]:
     # 0. workload controllers (Jobs, Deployments, ReplicaSets, StatefulSets, DaemonSets make pods) and the
     #    implicit PodGroups of gang workloads, so a new pod joins its gang before it is scheduled
     # 1. claim controller (claims from templates, release, deallocation) and device taint
-    #    eviction (pods on devices tainted NoExecute), taint eviction (pods on nodes tainted NoExecute;
-    #    embedded only: in a cluster kube-controller-manager runs it)
+    #    eviction (pods on devices tainted NoExecute), node lifecycle (taints from node conditions and
+    #    spec.unschedulable) and taint eviction (pods on nodes tainted NoExecute); the last two embedded
+    #    only: in a cluster kube-controller-manager runs them. The node lifecycle controller runs before
+    #    the scheduler so a node's first cycle already sees its taints.
     # 2. scheduler (one cycle per round)
     # 3. binder (carries out BindRequests)
     # 4. simulated kubelet (prepare, run, finish pods)
@@ -29,6 +31,9 @@ def build_default_controllers() -> list[Controller]:
     from drasched.controllers.devicetainteviction import DeviceTaintEvictionController
 
     controllers.append(DeviceTaintEvictionController())
+    from drasched.controllers.nodelifecycle import NodeLifecycleController
+
+    controllers.append(NodeLifecycleController())
     from drasched.controllers.nodetainteviction import NodeTaintEvictionController
 
     controllers.append(NodeTaintEvictionController())
@@ -41,4 +46,7 @@ def build_default_controllers() -> list[Controller]:
     from drasched.node.sim_kubelet import SimulatedKubelet
 
     controllers.append(SimulatedKubelet())
+    from drasched.controllers.disruption import DisruptionController  # 5. PodDisruptionBudget status (embedded only)
+
+    controllers.append(DisruptionController())
     return controllers

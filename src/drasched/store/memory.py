@@ -37,6 +37,7 @@ from drasched.api.meta import format_time
 from drasched.api.selectors import field_selector_matches, label_selector_matches
 from drasched.api.validation.admin_access import admin_access_causes, admin_access_status_causes
 from drasched.api.workload_defaults import prepare_daemon_set
+from drasched.store import pod_admission
 from drasched.store.base import ListResult, Obj, WatchEvent
 from drasched.store.watchlog import SharedObjectMutated, WatchLog, mutation_text, object_json
 from drasched.store.wire import clone, tree_copy
@@ -200,11 +201,15 @@ class MemoryStore:
         apply_crd_defaults(rt.kind, obj)
         apply_builtin_defaults(rt.kind, obj)
         default_taint_times(rt.kind, obj, self._now_text())
-        if rt is kinds.POD and isinstance(obj.get("spec"), dict):
-            self._admit_priority(obj, admission_name)  # a mutating admission plugin: before validation
+        admitted = rt is kinds.POD and isinstance(obj.get("spec"), dict)
+        if admitted:  # the mutating admission plugins, in the server's order: before validation
+            self._admit_priority(obj, admission_name)
+            pod_admission.admit_pod(obj["spec"], admission_name, self._runtime_class)
         validation.validate(obj, rt)
         self._check_namespace(rt, md.get("namespace"))
         self._authorize_admin_access(rt, obj, admin_access_causes(obj, rt, self._namespace_of(obj)))
+        if admitted:  # the validating ones: after validation
+            pod_admission.validate_runtime_class(obj["spec"], admission_name, self._runtime_class)
         key = self._key(rt, md["name"], md.get("namespace"))
         if key in self._objects:
             raise AlreadyExists(f'{rt.group_resource} "{md["name"]}" already exists', rt.kind, md["name"])
@@ -216,7 +221,7 @@ class MemoryStore:
         md.setdefault("creationTimestamp", self._now_text())
         md.pop("deletionTimestamp", None)
         md.pop("selfLink", None)
-        if rt.group or rt is kinds.POD:
+        if (rt.group and rt is not kinds.RUNTIME_CLASS) or rt is kinds.POD:  # its strategy sets none
             md.setdefault("generation", 1)
         md["resourceVersion"] = self._next_rv()
         _reset_status_on_create(rt, obj)
@@ -268,6 +273,9 @@ class MemoryStore:
                             f"controller computed {policy} from the given PriorityClass name", "Pod", pod_name)
         spec["priority"] = priority
         spec["preemptionPolicy"] = policy
+
+    def _runtime_class(self, name: str) -> Obj | None:
+        return self._objects.get((kinds.RUNTIME_CLASS, "", name))
 
     def _namespace_of(self, obj: Obj) -> Obj | None:
         return self._objects.get(self._key(kinds.NAMESPACE, str((obj.get("metadata") or {}).get("namespace")), None))
@@ -377,6 +385,8 @@ class MemoryStore:
             apply_crd_defaults(rt.kind, new)
             apply_builtin_defaults(rt.kind, new)
             default_taint_times(rt.kind, new, self._now_text(), current)
+            if rt is kinds.POD and isinstance(new.get("spec"), dict):
+                pod_admission.default_toleration_seconds(new["spec"])  # it admits updates too
             if rt is kinds.DAEMON_SET:
                 prepare_daemon_set(new, current)
             validation.validate(new, rt)

@@ -163,7 +163,7 @@ def test_normalised_as_the_decoder_does_nulls_whole_floats_and_yaml_keys() -> No
 
 
 def test_unknown_fields_stay_allowed_and_untouched() -> None:
-    obj = pod(runtimeClassName="kata", someFutureField={"deep": [1, {"x": None}]})
+    obj = pod(hostname="web-0", someFutureField={"deep": [1, {"x": None}]})
     decode_object(obj)
     assert obj["spec"]["someFutureField"] == {"deep": [1, {"x": None}]}
     assert MemoryStore(auto_namespaces=True).create(obj)["spec"]["someFutureField"] == {"deep": [1, {"x": None}]}

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from drasched.api.foreign import translate
+from drasched.api.foreign import group_kind, kai_default_priority_class, kai_min_member, kai_queue_names, translate
 from drasched.cli import main as cli_main
 
 Obj = dict[str, Any]
@@ -36,7 +36,7 @@ def test_kai_queue_units_are_millicores_megabytes_and_gpus() -> None:
 
 
 def test_kai_fractional_gpu_quota_stays_exact() -> None:
-    q = translate([_kai_queue({"resources": {"gpu": {"quota": 0.5}}})]).kept[0]
+    q = translate([_kai_queue({"resources": {"gpu": {"quota": 0.5, "limit": -1}}})]).kept[0]
     assert q["spec"]["resources"]["nvidia.com/gpu"] == {"quota": "0.5"}
 
 
@@ -45,11 +45,57 @@ def test_kai_unlimited_quota_is_drasched_unlimited_and_negative_weight_is_zero()
     # the queue asks (pkg/scheduler/plugins/proportion/resource_division/resource_division.go), a
     # limit of -1 no limit; a negative over-quota weight is floored to a share weight of 0.
     out = translate([_kai_queue({"resources": {"gpu": {"quota": -1, "limit": -1, "overQuotaWeight": -1},
-                                               "cpu": {"quota": -1, "limit": 4000}}})])
+                                               "cpu": {"quota": -1, "limit": 4000}, "memory": {"limit": -1}}})])
     assert out.kept[0]["spec"]["resources"] == {"nvidia.com/gpu": {"quota": "unlimited", "overQuotaWeight": 0},
                                                 "cpu": {"quota": "unlimited", "limit": "4000m"}}
     assert out.warnings == ["scheduling.run.ai/v2 Queue team-a: spec.resources.gpu.overQuotaWeight: -1 gives the "
                             "queue no over-quota share in KAI (its weight is floored to 0); 0 is used"]
+
+
+def test_an_unset_kai_limit_is_zero_as_kai_reads_it() -> None:
+    # KAI's QueueResource.Limit is a float64 without a default (pkg/apis/scheduling/v2/resources.go); its
+    # scheduler caps the queue at it unless it is -1 (capacity_policy/max_allowed_check.go, isOverLimit);
+    # docs/queues/README.md: "limit 0 or unset: no additional resources allowed (default)". A resource the
+    # Queue leaves out is the zero QueueResource: a limit of 0 too.
+    out = translate([_kai_queue({"resources": {"gpu": {"quota": 2, "overQuotaWeight": 1}, "cpu": {"limit": -1}}})])
+    assert out.kept[0]["spec"]["resources"] == {"nvidia.com/gpu": {"quota": "2", "limit": "0", "overQuotaWeight": 1},
+                                                "memory": {"limit": "0M"}}
+    assert out.warnings == [
+        "scheduling.run.ai/v2 Queue team-a: spec.resources.gpu.limit: unset, which KAI reads as a limit of 0: the "
+        "queue's pods may ask no gpu (write limit: -1 for no limit)",
+        "scheduling.run.ai/v2 Queue team-a: spec.resources.memory: unset, which KAI reads as a limit of 0: the "
+        "queue's pods may ask no memory (write limit: -1 for no limit)"]
+
+
+def test_kai_default_priority_class_follows_the_top_owners_kind() -> None:
+    # docs/priority/README.md, "Workload Default Priority": inference for a Deployment or a Knative
+    # Service, build for a Kubeflow Notebook, train otherwise (the pod grouper's per-kind plugins).
+    assert group_kind("apps/v1", "Deployment") == "Deployment.apps"
+    assert group_kind("v1", "Pod") == "Pod"
+    assert kai_default_priority_class("Deployment.apps") == "inference"
+    assert kai_default_priority_class("Service.serving.knative.dev") == "inference"
+    assert kai_default_priority_class("Notebook.kubeflow.org") == "build"
+    for other in ("ReplicaSet.apps", "Job.batch", "JobSet.jobset.x-k8s.io", "Pod", "Deployment.example.com"):
+        assert kai_default_priority_class(other) == "train"
+
+
+def test_kai_batch_min_member_is_the_annotation_else_one() -> None:
+    # pkg/podgrouper/podgrouper/plugins/job/job_grouper.go calcMinMember (constants.MinMemberOverrideKey)
+    def job(annotations: dict[str, str]) -> Obj:
+        return {"kind": "Job", "metadata": {"name": "j", "annotations": annotations}}
+    assert kai_min_member(job({})) == (1, None)
+    assert kai_min_member(job({"kai.scheduler/batch-min-member": "3"})) == (3, None)
+    for bad in ("0", "-2", "three", ""):
+        size, problem = kai_min_member(job({"kai.scheduler/batch-min-member": bad}))
+        assert size == 1 and problem is not None and "kai.scheduler/batch-min-member" in problem
+    assert kai_min_member(job({"kai.scheduler/min-member": "3"})) == (1, None)  # not KAI's Job grouper's key
+
+
+def test_kai_queue_names_are_the_translated_ones_and_kais_own_unless_drasched_has_the_name() -> None:
+    translated = translate([_kai_queue({"resources": {}}, "kai-a")]).kept[0]
+    ours = {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "Queue", "metadata": {"name": "shared"}}
+    served = [_kai_queue({}, "kai-b"), _kai_queue({}, "shared")]
+    assert kai_queue_names(iter([translated, ours]), served) == {"kai-a", "kai-b"}
 
 
 def test_kai_pod_group_preemptibility_becomes_its_label() -> None:
@@ -70,7 +116,9 @@ def test_kai_pod_group_preemptibility_becomes_its_label() -> None:
 
 
 def test_kai_fields_without_meaning_warn_naming_object_and_field() -> None:
-    out = translate([_kai_queue({"displayName": "Team A", "resources": {"gpu": {"quota": -1}, "tpu": {"quota": 1}}}),
+    out = translate([_kai_queue({"displayName": "Team A", "resources": {
+                         "gpu": {"quota": -1, "limit": -1}, "cpu": {"limit": -1}, "memory": {"limit": -1},
+                         "tpu": {"quota": 1}}}),
                      {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
                       "metadata": {"name": "pg", "namespace": "ml"},
                       "spec": {"minMember": 2, "queue": "team-a", "markUnschedulable": True,
@@ -230,7 +278,8 @@ def test_a_drasched_object_of_the_same_name_wins() -> None:
 def test_convert_prints_drasched_objects_and_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "kai.yaml"
     src.write_text(yaml.safe_dump_all([
-        _kai_queue({"resources": {"gpu": {"quota": 2}}, "displayName": "A"}),
+        _kai_queue({"resources": {"gpu": {"quota": 2, "limit": -1}, "cpu": {"limit": -1}, "memory": {"limit": -1}},
+                    "displayName": "A"}),
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default",
                                                          "labels": {"kai.scheduler/queue": "team-a"}},
          "spec": {"containers": [{"name": "c", "image": "x"}]}}]))
@@ -282,8 +331,9 @@ def test_kai_labels_on_a_workload_that_will_not_be_read_as_written_warn() -> Non
         "batch/v1 Job ml/j: metadata.labels[kai.scheduler/queue] 'theirs' ignored: drasched.io/queue says 'ours'",
         "batch/v1 Job ml/j: metadata.labels[priorityClassName] 'build' ignored: its pod template's "
         "spec.priorityClassName says 'train'",
-        "v1 Pod ml/p: metadata.labels[priorityClassName]: PriorityClass 'typo' does not exist; ignored, the pods keep "
-        "their own priority (KAI falls back to its default class)",
+        "v1 Pod ml/p: metadata.labels[priorityClassName]: PriorityClass 'typo' does not exist; ignored, as KAI "
+        "ignores it: in a KAI queue the pods run at KAI's default class for their workload's kind, elsewhere at their "
+        "own priority",
     ]
 
 

@@ -142,3 +142,46 @@ def test_extended_resource_claim_must_be_reserved_before_start() -> None:
                     {"status": {"reservedFor": [pod_ref(p)]}}, subresource="status")
     settle(ctx, [kubelet])
     assert get_pod(ctx, "p")["status"]["phase"] == "Running"
+
+
+def _replica_set(ctx: Any) -> dict[str, Any]:
+    return ctx.store.restore({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                              "metadata": {"name": "web", "namespace": NS},
+                              "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}, "template": {
+                                  "metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "c0", "image": "busybox"}]}}}})
+
+
+def test_a_controlled_always_pod_restarts_in_place_and_the_run_still_ends() -> None:
+    # restartPolicy Always: upstream's kubelet restarts an exited container (code 0 too) in the same pod
+    ctx = new_ctx()
+    rs = _replica_set(ctx)
+    p = pod("web", node="node-a", annotations={"drasched.io/sim-duration": "90s"})
+    p["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web",
+                                         "uid": rs["metadata"]["uid"], "controller": True}]
+    ctx.store.restore(p)
+    kubelet = SimulatedKubelet()
+    settle(ctx, [kubelet])  # ends: once the cycle repeats (90s run, 5m back-off) it no longer wakes the run
+    assert ctx.clock.now() == DEFAULT_START + timedelta(minutes=14, seconds=10)
+    status = get_pod(ctx, "web")["status"]
+    (cs,) = status["containerStatuses"]
+    assert status["phase"] == "Running" and cs["ready"] is True
+    assert (cs["restartCount"], cs["state"]) == (6, {"running": {"startedAt": "2026-01-01T00:14:10Z"}})
+    assert cs["lastState"]["terminated"] == {"exitCode": 0, "reason": "Completed", "startedAt": "2026-01-01T00:10:00Z",
+                                             "finishedAt": "2026-01-01T00:11:30Z"}
+    # virtual time moves on for other work: the pod is brought to where its timeline stands then
+    ctx.clock.advance_to(DEFAULT_START + timedelta(hours=1))
+    settle(ctx, [kubelet])
+    (cs,) = get_pod(ctx, "web")["status"]["containerStatuses"]
+    assert (cs["restartCount"], cs["state"]) == (13, {"running": {"startedAt": "2026-01-01T00:59:40Z"}})
+    assert cs["lastState"]["terminated"]["finishedAt"] == "2026-01-01T00:54:40Z"
+
+
+def test_a_bare_on_failure_pod_failing_for_ever_lets_the_run_end() -> None:
+    ctx = new_ctx()
+    p = pod("crashy", node="node-a", annotations={"drasched.io/sim-duration": "30s", "drasched.io/sim-exit-code": "1"})
+    p["spec"]["restartPolicy"] = "OnFailure"
+    ctx.store.restore(p)
+    settle(ctx, [SimulatedKubelet()])
+    (cs,) = get_pod(ctx, "crashy")["status"]["containerStatuses"]
+    assert cs["restartCount"] == 6 and cs["lastState"]["terminated"]["reason"] == "Error"

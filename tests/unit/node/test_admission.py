@@ -10,6 +10,10 @@ Obj = dict[str, Any]
 
 
 def node(taints: list[Obj] | None = None, **allocatable: str) -> Obj:
+    """A node allowing 110 pods unless ``pods`` says otherwise (``pods=""``: none listed)."""
+    allocatable.setdefault("pods", "110")
+    if not allocatable["pods"]:
+        del allocatable["pods"]
     return {"metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
             "spec": {"taints": taints or []}, "status": {"allocatable": allocatable}}
 
@@ -36,6 +40,13 @@ def test_resources_come_before_affinity_and_pods_first() -> None:
         "OutOfpods", "Node didn't have enough resource: pods, requested: 1, used: 1, capacity: 1")
     assert admit(pod({"memory": "2Gi"}, nodeSelector={"x": "y"}), node(cpu="1", memory="1Gi"), []) == Rejection(
         "OutOfmemory", "Node didn't have enough resource: memory, requested: 2147483648, used: 0, capacity: 1073741824")
+
+
+def test_allocatable_without_pods_allows_no_pod() -> None:
+    """Upstream NodeInfo: AllowedPodNumber is allocatable["pods"], 0 when missing (a kubelet always reports it)."""
+    assert admit(pod(), node(cpu="1", pods=""), []) == Rejection(
+        "OutOfpods", "Node didn't have enough resource: pods, requested: 1, used: 0, capacity: 0")
+    assert admit(pod(), {"metadata": {"name": "n1"}, "spec": {}, "status": {}}, []) is None  # no status: not asked
 
 
 def test_extended_resources_the_node_lacks_or_dra_provides_are_not_checked() -> None:

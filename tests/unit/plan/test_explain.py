@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from drasched.api.foreign import translate
 from drasched.api.manifest import dump_yaml
 from drasched.cli import main
 from drasched.plan.explain import ExplainError, explain
@@ -159,3 +160,12 @@ def test_a_gated_pod_names_its_gates_and_tries_no_node() -> None:
     assert lines[0] == "pod default/test-pod is pending: Scheduling is blocked due to non-empty scheduling gates"
     assert "scheduling gates example.com/foo, example.com/bar" in lines[1]
     assert not any("held back by its gang or queue" in line for line in lines)
+
+
+def test_a_pod_in_a_kai_parent_queue_is_held_on_every_node_by_its_queue() -> None:
+    """KAI schedules only leaf queues' workloads (jobs_order_by_queues.go): no node is worth listing."""
+    e = explain(translate(_manifests("kai/010-kai-parent-queue-takes-no-workloads.yaml")).kept, "default/gpu-pod")
+    assert e.everywhere is not None and e.everywhere.startswith(
+        'queue "default-parent-queue" is not a leaf queue (its child queues: default-queue)')
+    assert e.nodes == {}
+    assert e.everywhere in e.message

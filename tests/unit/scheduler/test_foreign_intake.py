@@ -51,7 +51,8 @@ def drasched_group(name: str, min_member: int) -> Obj:
 
 
 def kai_queue(name: str, gpu_quota: int, parent: str | None = None, rv: str = "1") -> Obj:
-    spec: Obj = {"resources": {"gpu": {"quota": gpu_quota, "limit": -1, "overQuotaWeight": 1}}}
+    spec: Obj = {"resources": {"gpu": {"quota": gpu_quota, "limit": -1, "overQuotaWeight": 1},
+                               "cpu": {"limit": -1}, "memory": {"limit": -1}}}  # unset: a limit of 0 in KAI
     if parent:
         spec["parentQueue"] = parent
     return {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue",

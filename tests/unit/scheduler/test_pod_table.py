@@ -61,3 +61,62 @@ def test_anti_affinity_sees_a_relabelled_pod_in_the_next_cycle() -> None:
     assert placed_nodes(w.cycle()) == {}  # both nodes hold a web pod
     _relabel(w, "web-1", "retired")
     assert placed_nodes(w.cycle()) == {"web-new": "a"}
+
+
+def _three_nodes() -> list[Obj]:
+    return [node(n, cpu="8", labels={"kubernetes.io/hostname": n}) for n in ("a", "b", "c")]
+
+
+def _placed(w: World) -> dict[str, str]:
+    """A cycle's placements, its BindRequests written (the placed pods count from then on)."""
+    result = w.cycle()
+    for br in result.bind_requests:
+        w.store.create(br)
+    return placed_nodes(result)
+
+
+def _kept_counts_are_fresh(w: World) -> None:
+    snap = w.snapshot()
+    assert snap.pod_table is not None
+    kept = snap.pod_table.kept_counts()
+    assert kept  # the cycles asked for counts: they are kept
+    for key, per_node in kept.items():
+        assert per_node.tolist() == snap.pod_table.walk_again(key, snap.n_nodes).tolist(), key
+
+
+def test_a_term_counted_in_one_cycle_follows_pod_changes_into_the_next() -> None:
+    """The per-node count of a required anti-affinity term is kept by the world after the cycle
+    that asked for it; pods relabelled, deleted and added afterwards change it as a count from
+    scratch would, and the next pod with the same term is placed by it."""
+    w = World([*_three_nodes(), _labelled("web-1", "web", "a"), _labelled("web-2", "web", "b")])
+    w.store.create(_labelled("web-new-1", "web", affinity=ANTI_WEB))
+    assert _placed(w) == {"web-new-1": "c"}
+    _relabel(w, "web-1", "retired")
+    w.store.delete(kinds.POD, "web-2", "default", grace_period_seconds=0)
+    w.store.create(_labelled("web-3", "web", "b"))
+    _kept_counts_are_fresh(w)
+    w.store.create(_labelled("web-new-2", "web", affinity=ANTI_WEB))
+    assert _placed(w) == {"web-new-2": "a"}  # a: relabelled away; b: web-3; c: web-new-1
+    _kept_counts_are_fresh(w)
+
+
+def test_a_kept_spread_count_drops_a_pod_once_it_starts_terminating() -> None:
+    """PodTopologySpread does not count terminating pods (upstream ``countPodsMatchSelector``
+    skips pods with a deletionTimestamp): a pod that starts terminating after its count was
+    kept leaves it."""
+    spread = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "web"}}}]
+    w = World([*_three_nodes(), _labelled("web-1", "web", "a"), _labelled("web-2", "web", "b"),
+               _labelled("web-3", "web", "c"), _labelled("web-4", "web", "c")])
+    p = w.store.get(kinds.POD, "web-4", "default")
+    p["metadata"].setdefault("finalizers", []).append("example.com/hold")
+    w.store.update(p)
+    w.store.create(_labelled("web-new-1", "web", topologySpreadConstraints=spread))
+    placed = _placed(w)
+    assert placed["web-new-1"] in ("a", "b")
+    w.store.delete(kinds.POD, "web-4", "default")  # held by its finalizer: terminating, still on c
+    _kept_counts_are_fresh(w)
+    w.store.create(_labelled("web-new-2", "web", topologySpreadConstraints=spread))
+    # counted: a 1, b 1, c 1 (web-3; web-4 terminating), plus web-new-1 on a or b
+    assert _placed(w)["web-new-2"] in ({"a", "b"} - {placed["web-new-1"]}) | {"c"}
+    _kept_counts_are_fresh(w)

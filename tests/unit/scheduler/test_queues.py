@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from fractions import Fraction as F
 
+from drasched.api.foreign import translate
 from drasched.scheduler.devices import DeviceAccounting
-from drasched.scheduler.queues import build_queue_tree
+from drasched.scheduler.queues import build_queue_tree, not_a_leaf
 from tests.unit.scheduler.helpers import device_class, queue
 
 IMPLICIT = "deviceclass.resource.kubernetes.io/"
@@ -63,3 +64,18 @@ def test_aliases_resolve_to_one_dimension_and_the_first_setting_wins() -> None:
 def test_quota_above_limit_is_reported() -> None:
     tree = build_queue_tree([queue("a", resources={"cpu": {"quota": "4", "limit": "2"}})], lambda r: r)
     assert tree.queues["a"].problems == ["resources[cpu]: quota 4 exceeds limit 2"]
+
+
+def test_a_kai_parent_queue_takes_no_workloads_and_a_drasched_parent_does() -> None:
+    # KAI: pkg/scheduler/actions/utils/jobs_order_by_queues.go, "Skip jobs whose queue is not a leaf queue"
+    unlimited = {r: {"limit": -1} for r in ("gpu", "cpu", "memory")}
+    kai = translate([{"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": name},
+                      "spec": {"parentQueue": parent, "resources": unlimited}}
+                     for name, parent in (("org", ""), ("team-a", "org"), ("team-b", "org"))]).kept
+    tree = build_queue_tree([*kai, queue("ours"), queue("ours-child", "ours")], lambda r: r)
+    assert tree.queues["org"].kai and not tree.queues["ours"].kai
+    assert not_a_leaf(tree.queues["org"]) == (
+        'queue "org" is not a leaf queue (its child queues: team-a, team-b): a KAI queue with child queues takes no '
+        "workloads, only its leaf queues do; label the pod with one of them")
+    assert not_a_leaf(tree.queues["team-a"]) is None
+    assert not_a_leaf(tree.queues["ours"]) is None  # drasched's own parent queue keeps its pods' share

@@ -34,8 +34,10 @@ def _bind_request(pod_name: str, node_name: str, uid: str = "", phase: str | Non
 
 
 def test_rows_are_fixed_and_one_array_per_resource() -> None:
-    w = World([node("b", gpu=2), node("a", cpu="4", memory="1Gi", pods=None),
-               pod("p", cpu="1", **{"overhead": {"example.com/zzz": "1"}}), device_class()])
+    runtime = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "zzz"},
+               "handler": "zzz", "overhead": {"podFixed": {"example.com/zzz": "1"}}}
+    w = World([node("b", gpu=2), node("a", cpu="4", memory="1Gi", pods=None), runtime,
+               pod("p", cpu="1", runtimeClassName="zzz"), device_class()])  # its overhead names zzz
     snap = w.snapshot()
     assert snap.index.names == ("cpu", "memory", "pods", "nvidia.com/gpu", IMPLICIT, "example.com/zzz")
     assert [n.name for n in snap.nodes] == ["a", "b"]
@@ -43,7 +45,7 @@ def test_rows_are_fixed_and_one_array_per_resource() -> None:
     assert row.flags["C_CONTIGUOUS"] and row.shape == (2,)
     assert list(row) == [4000, 32000]  # millicores
     assert list(snap.allocatable[snap.index.pos["memory"]]) == [1024**3, 64 * 1024**3]
-    assert list(snap.allocatable[snap.index.pos["pods"]]) == [110, 110]  # missing pods allocatable: 110
+    assert list(snap.allocatable[snap.index.pos["pods"]]) == [0, 110]  # no pods listed: none (upstream's NodeInfo)
     assert list(snap.allocatable[snap.index.pos["nvidia.com/gpu"]]) == [0, 2]
     with pytest.raises(ValueError):
         snap.idle[0, 0] = 1  # read-only: sessions copy

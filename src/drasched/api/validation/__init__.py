@@ -12,7 +12,7 @@ from typing import Any
 from drasched.api import kinds
 from drasched.api.errors import Cause, Invalid, invalid
 from drasched.api.kinds import ResourceType
-from drasched.api.validation import core, crds, resource, scheduling, slices, taintrules, workloads
+from drasched.api.validation import core, crds, node, resource, scheduling, slices, taintrules, workloads
 from drasched.api.validation.metadata import validate_metadata
 from drasched.api.validation.names import (
     LABEL_MSG,
@@ -34,6 +34,7 @@ _BY_TYPE: dict[ResourceType, Callable[[Obj], list[Cause]]] = {
     kinds.NODE: core.validate_node,
     **workloads.validators(),
     kinds.PRIORITY_CLASS: scheduling.validate_priority_class,
+    kinds.RUNTIME_CLASS: node.validate_runtime_class,
     kinds.POD_GROUP: crds.validate_pod_group,
 }
 _STATUS_BY_TYPE: dict[ResourceType, Callable[[Obj], list[Cause]]] = {
@@ -76,6 +77,8 @@ def validate_update(old: Obj, new: Obj, rt: ResourceType) -> None:
     if rt is kinds.RESOURCE_CLAIM and old.get("spec") != new.get("spec"):
         raise invalid(qualified_kind(rt), old["metadata"]["name"],
                       [Cause("spec", "Invalid value: field is immutable")])
+    if rt is kinds.RUNTIME_CLASS and (causes := node.validate_runtime_class_update(old, new)):
+        raise invalid(qualified_kind(rt), old["metadata"]["name"], causes)
     if rt is kinds.POD:
         old_node = (old.get("spec") or {}).get("nodeName")
         if old_node and (new.get("spec") or {}).get("nodeName") != old_node:

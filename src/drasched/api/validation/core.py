@@ -155,7 +155,7 @@ def _check_container_claims(path: str, claims: Any, pod_claims: set[str]) -> lis
     return causes
 
 
-def _check_toleration(path: str, tol: Obj) -> list[Cause]:
+def check_toleration(path: str, tol: Obj) -> list[Cause]:
     causes: list[Cause] = []
     key, op, value = tol.get("key") or "", tol.get("operator") or "", tol.get("value") or ""
     if key:
@@ -234,6 +234,25 @@ def _check_scheduling_group(group: Any, path: str) -> list[Cause]:
     return [bad(path, pod_group, msg) for msg in subdomain_errors(str(pod_group))]
 
 
+def _check_volume_mounts(path: str, mounts: Any) -> list[Cause]:
+    """``ValidateVolumeMounts``'s name and path rules: both required, a path mounted once.
+    (Whether the name matches a volume is not checked: a StatefulSet's mounts may name its
+    volumeClaimTemplates.)"""
+    causes: list[Cause] = []
+    paths: set[str] = set()
+    for i, m in dict_items(mounts):
+        if not m.get("name"):
+            causes.append(required(f"{path}[{i}].name"))
+        mount_path = m.get("mountPath")
+        if not mount_path:
+            causes.append(required(f"{path}[{i}].mountPath"))
+        elif mount_path in paths:
+            causes.append(bad(f"{path}[{i}].mountPath", mount_path, "must be unique"))
+        else:
+            paths.add(str(mount_path))
+    return causes
+
+
 def check_pod_spec(spec: Obj, spec_path: str) -> list[Cause]:
     """``ValidatePodSpec``'s rules drasched enforces, for a pod or a workload's pod template."""
     causes, pod_claims = _check_pod_claims(spec, spec_path)
@@ -249,13 +268,14 @@ def check_pod_spec(spec: Obj, spec_path: str) -> list[Cause]:
             seen.add(c.get("name"))
             if not c.get("image"):
                 causes.append(required(f"{path}.image"))
+            causes += _check_volume_mounts(f"{path}.volumeMounts", c.get("volumeMounts"))
             resources = c.get("resources")
             if isinstance(resources, dict):
                 causes += check_resource_requirements(f"{path}.resources", resources)
                 causes += _check_container_claims(f"{path}.resources.claims", resources.get("claims"), pod_claims)
     causes += _check_pod_resources(spec, spec_path)
     for i, tol in dict_items(spec.get("tolerations")):
-        causes += _check_toleration(f"{spec_path}.tolerations[{i}]", tol)
+        causes += check_toleration(f"{spec_path}.tolerations[{i}]", tol)
     if isinstance(spec.get("nodeName"), str) and spec["nodeName"]:
         causes += check_subdomain(f"{spec_path}.nodeName", spec["nodeName"])
     if isinstance(spec.get("nodeSelector"), dict):

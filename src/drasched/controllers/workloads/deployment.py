@@ -11,6 +11,12 @@ template change creates a new ReplicaSet and rolls over:
   old ones shrink (oldest first) while ``replicas - maxUnavailable`` pods stay available.
 * **Recreate**: old ReplicaSets go to 0, and once their pods are gone the new one scales up.
 
+ReplicaSets the selector matches that have no controller are adopted (upstream
+``getReplicaSetsForDeployment``, :mod:`.adoption`); the current ReplicaSet is the oldest whose pod
+template is the Deployment's but for the ``pod-template-hash`` label (``FindNewReplicaSet``), so
+an adopted orphan of the same template is kept, and given the highest revision, instead of a new
+one being made; an adopted one of another template is an old ReplicaSet, scaled down by the rollout.
+
 Scaling the Deployment scales its current ReplicaSet. Status: ``replicas``, ``updatedReplicas``,
 ``readyReplicas``, ``availableReplicas``, ``unavailableReplicas``, ``observedGeneration`` and
 the ``Available`` / ``Progressing`` conditions with upstream's reasons and messages; events
@@ -29,6 +35,7 @@ from typing import Any
 from drasched.api import kinds
 from drasched.api.errors import Conflict, NotFound
 from drasched.api.meta import format_time, owner_reference
+from drasched.controllers.workloads.adoption import claim
 from drasched.controllers.workloads.common import (
     Obj,
     WorkloadBase,
@@ -83,6 +90,43 @@ def resolve_fenceposts(surge: Any, unavailable: Any, replicas: int) -> tuple[int
     return max_surge, max_unavailable
 
 
+def equal_ignore_hash(a: Obj, b: Obj) -> bool:
+    """Upstream ``deploymentutil.EqualIgnoreHash``: two pod templates alike but for the
+    ``pod-template-hash`` label (no labels and empty labels alike, as ``Semantic.DeepEqual``)."""
+    def clean(template: Obj) -> Obj:
+        out = dict(template)
+        meta = dict(out.get("metadata") or {})
+        labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != POD_TEMPLATE_HASH}
+        meta.pop("labels", None)
+        if labels:
+            meta["labels"] = labels
+        out.pop("metadata", None)
+        if meta:
+            out["metadata"] = meta
+        return out
+    return clean(a) == clean(b)
+
+
+def find_new_set(template: Obj, sets: list[Obj]) -> Obj | None:
+    """Upstream ``deploymentutil.FindNewReplicaSet``: the oldest ReplicaSet whose pod template is
+    the Deployment's (``EqualIgnoreHash``), whoever made it: a matching orphan the Deployment adopted
+    becomes its current set, so no new one is made."""
+    def created(rs: Obj) -> tuple[str, str]:
+        return (str(md(rs).get("creationTimestamp") or ""), str(md(rs).get("name") or ""))
+    return next((rs for rs in sorted(sets, key=created)
+                 if equal_ignore_hash(spec_of(rs).get("template") or {}, template)), None)
+
+
+def _revision(rs: Obj) -> int:
+    """The ``deployment.kubernetes.io/revision`` annotation (0: none, or not a number)."""
+    text = str((md(rs).get("annotations") or {}).get(REVISION) or "0")
+    return int(text) if text.isdigit() else 0
+
+
+def _revision_order(rs: Obj) -> tuple[int, str]:
+    return (_revision(rs), str(md(rs).get("name", "")))
+
+
 class DeploymentController(WorkloadBase):
     """Rolls each Deployment's pods onto its current template through ReplicaSets."""
 
@@ -96,30 +140,31 @@ class DeploymentController(WorkloadBase):
         # while the informers' objects stay as the store shares them, read-only.
         dep = dict(dep)
         spec = spec_of(dep)
-        owned = owned_by(self.informer(kinds.REPLICA_SET).values()).get(md(dep).get("uid", ""), [])
-        sets = sorted((dict(rs) for rs in owned),
-                      key=lambda rs: (int((md(rs).get("annotations") or {}).get(REVISION, "0") or 0),
-                                      md(rs).get("name", "")))
+        all_sets = list(self.informer(kinds.REPLICA_SET).values())
+        owned = owned_by(all_sets).get(md(dep).get("uid", ""), [])
+        # upstream getReplicaSetsForDeployment: ClaimReplicaSets adopts the orphans the selector
+        # matches and releases what stopped matching
+        owned, wrote = claim(self, dep, all_sets, owned, kinds.REPLICA_SET)
+        sets = sorted((dict(rs) for rs in owned), key=_revision_order)
         template = spec.get("template") or {}
         want_hash = template_hash(template, int((dep.get("status") or {}).get("collisionCount") or 0))
-        current = next((rs for rs in sets if (md(rs).get("labels") or {}).get(POD_TEMPLATE_HASH) == want_hash), None)
+        current = find_new_set(template, sets)
         old = [rs for rs in sets if rs is not current]
         replicas = int(spec.get("replicas", 1))
-        wrote = False
         status = copy.deepcopy(dep.get("status") or {})
         stamp = format_time(self.ctx.now())
         if current is None:
-            revision = 1 + max((int((md(rs).get("annotations") or {}).get(REVISION, "0") or 0) for rs in sets),
-                               default=0)
+            revision = 1 + max((_revision(rs) for rs in sets), default=0)
             start = 0 if old else replicas
             if (spec.get("strategy") or {}).get("type") != "Recreate" and old:
                 start = self._surge_room(dep, sets, replicas, 0)
             current = self._create_set(dep, want_hash, revision, start)
             if current is None:
-                return False
+                return wrote
             set_condition(status, "Progressing", "True", "NewReplicaSetCreated",
                           f'Created new replica set "{md(current).get("name")}"', stamp, probe=False)
             return self.write_status(dep, self._status(dep, status, current, old, stamp)) or True
+        wrote |= self._sync_new_set(dep, current, old)
         wrote |= self._note_revision(dep, current)
         if (spec.get("strategy") or {}).get("type") == "Recreate":
             wrote |= self._recreate(dep, current, old, replicas)
@@ -203,6 +248,30 @@ class DeploymentController(WorkloadBase):
             self.ctx.event(dep, "Normal", "ScalingReplicaSet",
                            f"Scaled up replica set {md(created).get('name')} from 0 to {replicas}", self.component)
         return created
+
+    def _sync_new_set(self, dep: Obj, current: Obj, old: list[Obj]) -> bool:
+        """Upstream ``getNewReplicaSet`` for a ReplicaSet that exists (one adopted, or an old one
+        the template went back to): its revision becomes the highest (``SetNewReplicaSetAnnotations``:
+        the old sets' highest plus one, when its own is lower) and it takes the Deployment's
+        ``minReadySeconds``."""
+        revision = 1 + max((_revision(rs) for rs in old), default=0)
+        min_ready = int(spec_of(dep).get("minReadySeconds") or 0)
+        patch: Obj = {}
+        if _revision(current) < revision:
+            patch["metadata"] = {"annotations": {REVISION: str(revision)}}
+        if int(spec_of(current).get("minReadySeconds") or 0) != min_ready:
+            patch["spec"] = {"minReadySeconds": min_ready}
+        if not patch:
+            return False
+        patch.setdefault("metadata", {})["resourceVersion"] = md(current).get("resourceVersion")
+        try:
+            updated = self.ctx.store.patch(kinds.REPLICA_SET, md(current).get("name", ""),
+                                           md(current).get("namespace"), patch)
+        except (Conflict, NotFound):
+            return True
+        self._put(updated)
+        current.update(updated)
+        return True
 
     def _note_revision(self, dep: Obj, current: Obj) -> bool:
         """The Deployment carries its current ReplicaSet's ``deployment.kubernetes.io/revision``."""

@@ -28,12 +28,23 @@ the scheduler sees it (it runs earlier in every round).
   needs ``podManagementPolicy: Parallel`` for it (OrderedReady makes one pod at a time, so a
   gang would wait forever); on an OrderedReady one the annotation is ignored with a Warning.
 
+A Job or JobSet whose queue is one of KAI-Scheduler's (a ``scheduling.run.ai/v2`` Queue) is grouped
+as KAI's pod grouper groups it instead: minMember = its ``kai.scheduler/batch-min-member``
+annotation, else 1, each pod on its own (pkg/podgrouper/podgrouper/plugins/job/job_grouper.go
+``calcMinMember``; the JobSet grouper's ``getMinAvailable``; KAI's changelog: "JobSet PodGroups no
+longer auto-calculate minAvailable ... The default is now 1"). A ReplicaSet's pod in a queue named
+by KAI's label that names no PriorityClass gets its top owner's kind written on it
+(``drasched.io/top-owner``: ``Deployment.apps`` through the ReplicaSet's own owner, as KAI's grouper
+walks ownerReferences), from which the scheduler takes KAI's default class (``inference`` for a
+Deployment); the scheduler holds such a pod until then.
+
 The queue is the workload's ``drasched.io/queue`` label, else KAI-Scheduler's
 ``kai.scheduler/queue`` (or ``runai/queue``) on it (KAI reads the top owner's label first); without
 either, the pods' label. The priority class is the pod template's ``priorityClassName``, else
 KAI's ``priorityClassName`` label on the workload when that PriorityClass exists (KAI falls back
-to its default for a missing one: here the pods keep their own priority, and the workload gets
-a Warning). A pod that already has the ``drasched.io/pod-group``
+to its default for a missing one: here the pods keep their own priority, or in a KAI queue take KAI's
+default class for the workload's kind, which the scheduler applies; the workload gets a Warning).
+A pod that already has the ``drasched.io/pod-group``
 label is left as it is: an explicit PodGroup always wins. A PodGroup of the workload's
 name that belongs to something else is not touched (a Warning event on the workload says
 so) and the pods are scheduled one by one. Grouping is switched off per kind with
@@ -65,7 +76,14 @@ import yaml
 
 from drasched.api import kinds
 from drasched.api.errors import AlreadyExists, ApiError, Conflict, Forbidden, NotFound
-from drasched.api.foreign import KAI_PRIORITY_LABEL, labelled_queue
+from drasched.api.foreign import (
+    KAI_BATCH_MIN_MEMBER,
+    KAI_PRIORITY_LABEL,
+    group_kind,
+    kai_min_member,
+    kai_queue_names,
+    labelled_queue,
+)
 from drasched.api.implicitgang import (
     IMPLICIT_GANG_ANNOTATION,
     KAI_POD_GROUP_ANNOTATION,
@@ -74,7 +92,9 @@ from drasched.api.implicitgang import (
     LWS_NAME_LABEL,
     NO_GANG,
     POD_GROUP_LABEL,
+    TOP_OWNER_ANNOTATION,
     awaited_gang,
+    awaited_top_owner,
 )
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import controller_uid, owner_reference
@@ -98,7 +118,11 @@ CONFIG_MAP_KEY = SCHEDULER_CONFIG_MAP
 """The ConfigMap whose ``config.yaml`` configures an embedded run's scheduler (and these gangs)."""
 
 QUEUE_LABEL = "drasched.io/queue"
+DEFAULT_QUEUE = "default"
 LABEL_VALUE_MAX = 63
+OWNER_DEPTH_MAX = 8
+"""ownerReferences followed from a pod to its top owner (KAI's grouper walks them all; a chain
+of workloads is a handful deep)."""
 GANG_MIN_MEMBER_ANNOTATION = "drasched.io/gang-min-member"
 LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
 LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
@@ -305,6 +329,10 @@ class ImplicitGangController:
         self.classes = Informer(ctx.store, kinds.PRIORITY_CLASS)
         self.owners = {kind: Informer(ctx.store, rt) for kind, rt in served}
         self.config_maps = Informer(ctx.store, kinds.CONFIG_MAP) if self.fixed is None else None
+        self.queues = Informer(ctx.store, kinds.QUEUE)
+        # KAI's own Queue objects, where a server serves them (simulate reads them translated, as Queues)
+        self.kai_queues = Informer(ctx.store, kinds.KAI_QUEUE) if self.live and _served(ctx, kinds.KAI_QUEUE) \
+            else None
         self._replicas: dict[str, int | None] = {}
         """Kubeflow job uid -> the pods its replica specs declare (``drasched serve`` only)."""
         self._waiting: set[tuple[str, str]] = set()
@@ -313,8 +341,8 @@ class ImplicitGangController:
     def reconcile(self, ctx: ControllerContext) -> bool:
         self._attach(ctx)
         pods_changed = self.pods.sync()
-        watched = [self.groups, self.classes, *self.owners.values()]
-        watched += [self.config_maps] if self.config_maps is not None else []
+        watched = [self.groups, self.classes, self.queues, *self.owners.values()]
+        watched += [inf for inf in (self.config_maps, self.kai_queues) if inf is not None]
         others = [inf.sync() for inf in watched]
         if not pods_changed and not any(others):
             return False
@@ -346,7 +374,7 @@ class ImplicitGangController:
             for ns, name in sorted(changed if changed is not None else {sort_key(j) for j in jobs.values()}):
                 job = jobs.get(name, ns)
                 if job is not None and not is_deleting(job) and not _ending(job) and self.settings.on("Job"):
-                    progress |= self._resize(GangSpec(job, job_gang(job)))
+                    progress |= self._resize(GangSpec(job, self._job_size(job)))
         return progress
 
     def _wants_group(self, pod: Obj) -> bool:
@@ -391,9 +419,9 @@ class ImplicitGangController:
                     # JobSet creates only after the first stage ran. Each Job is a gang of its own.
                     self._warn(jobset, "GangPerJob", "a JobSet whose Jobs start in stages (dependsOn, "
                                "startupPolicy InOrder) is gang-scheduled one Job at a time")
-                    return GangSpec(owner, job_gang(owner)) if self.settings.on(kind) else _off(kind)
-                return GangSpec(jobset, jobset_gang(jobset))
-            return GangSpec(owner, job_gang(owner)) if self.settings.on(kind) else _off(kind)
+                    return GangSpec(owner, self._job_size(owner)) if self.settings.on(kind) else _off(kind)
+                return GangSpec(jobset, self._jobset_size(jobset))
+            return GangSpec(owner, self._job_size(owner)) if self.settings.on(kind) else _off(kind)
         if kind == "ReplicaSet":
             deployment = self._controller_of(owner, ns)
             if deployment is not None and deployment.get("kind") == "Deployment":
@@ -412,6 +440,53 @@ class ImplicitGangController:
                        "StatefulSet pods needs podManagementPolicy: Parallel (OrderedReady creates them one by one)")
             return "OrderedReady StatefulSet"
         return GangSpec(owner, size)
+
+    def _job_size(self, job: Obj) -> int:
+        """A Job's gang: drasched's (:func:`job_gang`), or in a KAI queue KAI's minMember (the Job's
+        annotation, else that of the JobSet it belongs to, else 1)."""
+        if not self._in_kai_queue(job):
+            return job_gang(job)
+        owner = self._controller_of(job, md(job).get("namespace"))
+        if KAI_BATCH_MIN_MEMBER in (md(job).get("annotations") or {}) or (owner or {}).get("kind") != "JobSet":
+            return self._kai_min_member(job)
+        return self._kai_min_member(owner or job)
+
+    def _jobset_size(self, jobset: Obj) -> int:
+        """A JobSet's gang: drasched's (:func:`jobset_gang`), or in a KAI queue KAI's minMember."""
+        return self._kai_min_member(jobset) if self._in_kai_queue(jobset) else jobset_gang(jobset)
+
+    def _kai_min_member(self, workload: Obj) -> int:
+        """KAI's minMember of a Job or JobSet (:func:`~drasched.api.foreign.kai_min_member`); a bad
+        annotation is a Warning on the workload."""
+        size, problem = kai_min_member(workload)
+        if problem:
+            self._warn(workload, "InvalidMinMember", problem)
+        return size
+
+    def _in_kai_queue(self, workload: Obj) -> bool:
+        """Whether the workload's PodGroup lands in a KAI queue: the queue its labels name, else its
+        pod template's (the pods'), else ``default``, is a KAI Queue."""
+        queue = (labelled_queue(md(workload).get("labels") or {})
+                 or labelled_queue(md(pod_template_of(workload)).get("labels") or {}) or DEFAULT_QUEUE)
+        kai = self.kai_queues.values() if self.kai_queues is not None else ()
+        return queue in kai_queue_names(self.queues.values(), kai)
+
+    def _top_owner(self, pod: Obj) -> str:
+        """``Kind.group`` of the pod's top owner, following controller ownerReferences through the
+        owners this controller caches, as KAI's pod grouper walks them (pkg/podgrouper/topowner): a
+        ReplicaSet's pod reaches its Deployment through the ReplicaSet's own reference. The last
+        reference followed names it; a pod with none is its own (``Pod``)."""
+        ns = md(pod).get("namespace")
+        ref, obj = _controller_ref(pod), pod
+        for _ in range(OWNER_DEPTH_MAX):
+            owner = self._controller_of(obj, ns) if ref is not None else None
+            parent = _controller_ref(owner) if owner is not None else None
+            if owner is None or parent is None:
+                break
+            ref, obj = parent, owner
+        if ref is None:
+            return "Pod"
+        return group_kind(str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""))
 
     def _missing(self, what: str) -> Verdict:
         """A controller named in ownerReferences that is not cached: against a real API server its
@@ -507,7 +582,8 @@ class ImplicitGangController:
             if labelled and labelled not in classes:
                 self._warn(gang.workload, "PriorityClassNotFound",
                            f"label {KAI_PRIORITY_LABEL}={labelled} ignored: PriorityClass {labelled} does not "
-                           "exist; the pods keep their own priority")
+                           "exist; the pods keep their own priority (in a KAI queue, KAI's default class for the "
+                           "workload's kind)")
             try:
                 group = self.ctx.store.create(gang.pod_group(classes))
             except AlreadyExists:
@@ -553,10 +629,16 @@ class ImplicitGangController:
         return True
 
     def _release(self, pod: Obj) -> bool:
-        """Mark a pod the scheduler would hold for a gang it will not get (``implicit-gang: none``)."""
-        if awaited_gang(pod) is None:
+        """Mark a pod the scheduler would hold for a gang it will not get (``implicit-gang: none``),
+        or for its top owner's kind (``drasched.io/top-owner``), with what it waits for."""
+        annotations: dict[str, str] = {}
+        if awaited_gang(pod) is not None:
+            annotations[IMPLICIT_GANG_ANNOTATION] = NO_GANG
+        if awaited_top_owner(pod) is not None:
+            annotations[TOP_OWNER_ANNOTATION] = self._top_owner(pod)
+        if not annotations:
             return False
-        return self._patch_pod(pod, {"annotations": {IMPLICIT_GANG_ANNOTATION: NO_GANG}})
+        return self._patch_pod(pod, {"annotations": annotations})
 
     def _patch_pod(self, pod: Obj, metadata: Obj) -> bool:
         try:

@@ -3,17 +3,23 @@
 For each pod the gang needs to reach minMember:
 
 1. try it as is (victims evicted for earlier pods may have made room);
-2. estimate, on every node where it passes its static predicates, the victims (in victim
-   order, among those the rule admits) whose requests free enough there, row by row;
-   nodes are ordered by the estimated cost: fewest pods, then the lowest highest priority,
-   then the youngest oldest victim, then the node;
+2. estimate, on every node where removing pods may help (upstream's candidates: not rejected
+   as ``UnschedulableAndUnresolvable`` by the static predicates, the pod's required pod
+   affinity, a missing spread key: ``preemptor.py``), the victims (in victim order, among those
+   the rule admits) whose requests free enough there, row by row, and, where inter-pod
+   anti-affinity or a topology spread constraint rejects the pod, those with a pod whose
+   removal may lift that (upstream ``RemovePod``); nodes are ordered by the estimated cost:
+   fewest pods, then the lowest highest priority, then the youngest oldest victim, then the node;
 3. simulate, best estimate first and at most ``nodesPerTask`` nodes: evict the estimated
    victims in the session (node vectors, claims, allocator state: devices in use, shared
-   counters, consumed capacity) and place the pod there with the same filter and allocator
-   as ``allocate``; when DRA needs more than vectors show (particular devices, partitions
-   sharing counters), the node's next victims are added one at a time; victims the pod
-   turns out not to need are spared, most valuable first;
+   counters, consumed capacity; the inter-pod filters' counts) and place the pod there with
+   the same filter and allocator as ``allocate``; when DRA needs more than vectors show
+   (particular devices, partitions sharing counters), the node's next victims are added one at
+   a time, unless an inter-pod filter still rejects the node (no other victim can lift it);
+   victims the pod turns out not to need are spared, most valuable first (upstream's reprieve);
 4. the first node that confirms its estimate is kept; otherwise the cheapest confirmed one.
+
+When a gang fails, :attr:`VictimSearch.postfilter` says why, node by node, for its last pod tried.
 
 Every simulation spends one unit of the cycle's budget; when it runs out the gang is
 rolled back and waits for the next cycle. A gang is kept only if all its needed pods are
@@ -32,9 +38,18 @@ import numpy as np
 
 from drasched.scheduler.accounting import ALLOCATED, demand_with_claims
 from drasched.scheduler.actions.nominated import hold
+from drasched.scheduler.actions.preemptor import (
+    MSG_NO_VICTIM_SET,
+    MSG_NO_VICTIMS,
+    MSG_NOT_TRIED,
+    MSG_PDB,
+    PostFilter,
+    Preemptor,
+    preemptor,
+)
 from drasched.scheduler.actions.task import place_task, task_needs
 from drasched.scheduler.eviction import Eviction
-from drasched.scheduler.plugins.fit import RowNeed
+from drasched.scheduler.plugins.fit import RowNeed, insufficient
 from drasched.scheduler.podinfo import PodInfo
 from drasched.scheduler.release import release
 from drasched.scheduler.session import Session, Statement
@@ -149,16 +164,20 @@ class VictimSearch:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.index: VictimIndex = victim_index(session)
-        self._estimates: dict[tuple[object, ...], dict[int, tuple[int, Cost | None, list[VictimGang]]]] = {}
+        self._estimates: dict[tuple[object, ...],
+                              dict[int, tuple[int, list[VictimGang] | None, tuple[str, ...]]]] = {}
         self._reasons: dict[str, str] = {}
         """Victim gang key -> why, as the rule saw it right before the (last simulated) eviction."""
         self._has_candidates: dict[tuple[object, ...], bool] = {}
+        self.postfilter: PostFilter | None = None
+        """After :meth:`place` failed with victims to look at: why, per node, for the last pod tried."""
 
     # ------------------------------------------------------------------ the gang
 
     def place(self, g: GroupInfo, tasks: list[PodInfo], rule: Rule) -> bool:
         """Evict what ``tasks`` need and hold their room; False (and no trace) when they cannot all fit."""
         s = self.session
+        self.postfilter = None
         if not self._any_candidate(rule):
             return False
         stmt = s.statement()
@@ -217,13 +236,15 @@ class VictimSearch:
         if self.try_place(stmt, g, t, domain):
             return []
         s = self.session
-        ranked = self._ranked(g, t, rule, domain)
+        view = preemptor(s, t, domain)
+        self.postfilter = PostFilter(view.candidates, lambda j: bool(self.index.on_node(j, rule.candidate)))
+        ranked = self._ranked(t, rule, view)
         best: tuple[Cost, int, list[VictimGang]] | None = None
         for estimate, j, guess in ranked[:s.config.preemption_nodes_per_task]:
             if best is not None and estimate >= best[0]:
                 break
             mark = stmt.checkpoint()
-            found = self._on_node(stmt, g, t, j, guess, rule)
+            found = self._on_node(stmt, g, t, j, guess, rule, view)
             if found is None:
                 stmt.rollback(mark)
                 continue
@@ -234,9 +255,13 @@ class VictimSearch:
             if best is None or cost < best[0]:
                 best = (cost, j, found)
         if best is None:
+            self.postfilter.settle(view)
             return None
         _, j, victims = best
-        return victims if self._redo(stmt, g, t, j, victims, rule) else None
+        if self._redo(stmt, g, t, j, victims, rule):
+            return victims
+        self.postfilter.settle(view)
+        return None
 
     def _redo(self, stmt: Statement, g: GroupInfo, t: PodInfo, j: int, victims: list[VictimGang], rule: Rule) -> bool:
         """Apply a victim set already simulated (no budget spent: the outcome is known); False leaves no trace."""
@@ -248,16 +273,19 @@ class VictimSearch:
         return False
 
     def _on_node(self, stmt: Statement, g: GroupInfo, t: PodInfo, j: int, guess: list[VictimGang],
-                 rule: Rule) -> list[VictimGang] | None:
+                 rule: Rule, view: Preemptor) -> list[VictimGang] | None:
         """Evict ``guess`` (then more of the node's victims) until ``t`` fits on node ``j``."""
         mask = _one(self.session.snap.n_nodes, j)
         base = stmt.checkpoint()
         chosen = [v for v in guess if self._evict(stmt, v, j, rule)]
         fits = bool(chosen) and self.try_place(stmt, g, t, mask)
+        if not fits and view.hopeless(j):
+            self._give_up(j, rule, view)
+            return None
         if not fits:
             for v in self.index.on_node(j, rule.candidate):
                 if self.session.disruption.budget <= 0:
-                    return None
+                    break
                 if v in chosen or not self._evict(stmt, v, j, rule):
                     continue
                 chosen.append(v)
@@ -265,8 +293,19 @@ class VictimSearch:
                     fits = True
                     break
         if not fits:
+            self._give_up(j, rule, view)
             return None
         return self._spare(stmt, g, t, j, chosen, rule, base) if 1 < len(chosen) <= MAX_REPRIEVE else chosen
+
+    def _give_up(self, j: int, rule: Rule, view: Preemptor) -> None:
+        """Note why node ``j`` has no victim set, as the session stands (its victims evicted)."""
+        assert self.postfilter is not None
+        if self.session.disruption.budget <= 0:
+            self.postfilter.note(j, MSG_NOT_TRIED)
+        elif not all(self.index.budgets.permits(v) for v in self.index.on_node(j, rule.candidate)):
+            self.postfilter.note(j, MSG_PDB)
+        else:
+            self.postfilter.note(j, *(view.reasons(j) or [MSG_NO_VICTIM_SET]))
 
     def _spare(self, stmt: Statement, g: GroupInfo, t: PodInfo, j: int, chosen: list[VictimGang],
                rule: Rule, base: int) -> list[VictimGang] | None:
@@ -299,38 +338,69 @@ class VictimSearch:
 
     # ------------------------------------------------------------------ estimates
 
-    def _ranked(self, g: GroupInfo, t: PodInfo, rule: Rule,
-                domain: np.ndarray | None) -> list[tuple[Cost, int, list[VictimGang]]]:
+    def _ranked(self, t: PodInfo, rule: Rule, view: Preemptor) -> list[tuple[Cost, int, list[VictimGang]]]:
+        """The candidate nodes with a victim set estimated, cheapest first (the others noted in :attr:`postfilter`)."""
         s = self.session
+        assert self.postfilter is not None
         container, classes = task_needs(s, t)
         needs = container + [n for _, n in classes]
-        ok = s.static(t).ok if domain is None else s.static(t).ok & domain
         memo = self._estimates.setdefault((t.eq_key, *rule.key), {})
         out: list[tuple[Cost, int, list[VictimGang]]] = []
-        for pos in np.flatnonzero(ok):
+        for pos in np.flatnonzero(view.possible):
             j = int(pos)
-            if not self.index.has_victims(j):
+            if not view.candidates[j] and self._fits(j, needs):
+                continue  # its first failure is unresolvable: not helpful (upstream never dry-runs it)
+            victims = self.index.on_node(j, rule.candidate) if self.index.has_victims(j) else []
+            if not victims:
+                if not view.candidates[j]:
+                    self.postfilter.note(j, MSG_NO_VICTIMS)  # a candidate's is worked out if asked
                 continue
             version = int(s.node_version[j])
             hit = memo.get(j)
             if hit is None or hit[0] != version:
-                cost, guess = self._estimate(j, needs, rule)
-                hit = (version, cost, guess)
+                hit = (version, *self._estimate(j, needs, victims))
                 memo[j] = hit
-            if hit[1] is not None:
-                out.append((hit[1], j, hit[2]))
+            freeing, short = hit[1], hit[2]
+            if freeing is None:
+                self.postfilter.note(j, *(insufficient(name) for name in short))
+                continue
+            if not view.candidates[j]:  # short of resources first: upstream's dry run ends on the filter
+                self.postfilter.defer(j)
+                continue
+            guess = self._guess(view, j, victims, freeing)
+            if guess:
+                out.append((_cost(guess, j), j, guess))
         out.sort(key=lambda e: e[0])
         return out
 
-    def _estimate(self, j: int, needs: list[RowNeed], rule: Rule) -> tuple[Cost | None, list[VictimGang]]:
-        """The victims on node ``j`` that free enough there for ``needs``, vector-wise (DRA may need more)."""
+    def _guess(self, view: Preemptor, j: int, victims: list[VictimGang], freeing: list[VictimGang]) -> list[VictimGang]:
+        """The victims to try first on node ``j``: those freeing the rows the pod lacks, plus, where an
+        inter-pod filter rejects it, those lifting that; else the first victim (DRA may need more
+        than vectors show). Empty: the node cannot be helped."""
+        if view.rejected(j):
+            lifting = view.lifting(victims, j)
+            if not lifting:
+                assert self.postfilter is not None
+                self.postfilter.defer(j)  # removing every victim leaves the filter's verdict as it is
+                return []
+            chosen = {id(v) for v in (*freeing, *lifting)}
+            return [v for v in victims if id(v) in chosen]
+        return freeing or victims[:1]
+
+    def _fits(self, j: int, needs: list[RowNeed]) -> bool:
+        """Whether ``needs`` fit in node ``j``'s idle rows as they stand."""
+        idle = self.session.idle
+        return all(n.value <= float(idle[n.row, j]) + EPS for n in needs)
+
+    def _estimate(self, j: int, needs: list[RowNeed],
+                  victims: list[VictimGang]) -> tuple[list[VictimGang] | None, tuple[str, ...]]:
+        """The ``victims`` (on node ``j``, in victim order) that free enough there for ``needs``,
+        vector-wise (DRA may need more; ``[]``: nothing is short); ``None`` with the rows still
+        short once all of them are gone."""
         idle = self.session.idle
         short = {n.row: n.value - float(idle[n.row, j]) for n in needs if n.value > float(idle[n.row, j]) + EPS}
-        victims = self.index.on_node(j, rule.candidate)
-        if not victims:
-            return None, []
-        if not short:  # the vectors fit but the allocator did not: guess the first victim
-            return _cost(victims[:1], j), victims[:1]
+        if not short:
+            return [], ()
         chosen: list[VictimGang] = []
         for v in victims:
             freed = v.frees.get(j, {})
@@ -340,8 +410,9 @@ class VictimSearch:
             for row in short:
                 short[row] -= freed.get(row, 0.0)
             if all(x <= EPS for x in short.values()):
-                return _cost(chosen, j), chosen
-        return None, []
+                return chosen, ()
+        names = {n.row: n.name for n in needs}
+        return None, tuple(names[row] for row, x in short.items() if x > EPS)
 
 
 def _cost(victims: list[VictimGang], j: int) -> Cost:

@@ -91,6 +91,10 @@ class Plugin(Protocol):
 
 @runtime_checkable
 class StaticFilter(Plugin, Protocol):
+    """A filter whose verdict depends on the pod's ``signature`` and the node's name, labels,
+    taints, ``spec.unschedulable`` and allocatable only: verdicts are kept per pod shape for as
+    long as those stay (a node's heartbeat keeps them; any other change rebuilds the world)."""
+
     def signature(self, pod: PodInfo) -> Any:
         """The JSON-serialisable pod fields the verdict depends on (``None``: none)."""
         ...
@@ -219,3 +223,19 @@ class RowFilter(Plugin, Protocol):
     """
 
     def checks(self, need: RowNeed) -> bool: ...
+
+
+@runtime_checkable
+class RemovalAware(Protocol):
+    """A dynamic filter that knows what removing a running pod does to it (upstream PreFilter
+    extensions, ``RemovePod``)."""
+
+    def filter(self, state: PodState, among: np.ndarray) -> np.ndarray: ...
+
+    def unresolvable(self, state: PodState, among: np.ndarray) -> np.ndarray:
+        """The nodes of ``among`` it rejects whatever is removed (``UnschedulableAndUnresolvable``)."""
+        ...
+
+    def lifted_by_removing(self, state: PodState, running: PodInfo) -> bool:
+        """Whether removing ``running`` may lift its rejection of ``state.pod``."""
+        ...

@@ -15,8 +15,15 @@ As ``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go`` decides, pe
 NodeInfo counts them) and the pods this cycle already placed. A term selects by
 ``labelSelector`` (absent: nothing) and ``namespaces`` / ``namespaceSelector`` (neither: the
 term owner's namespace; ``{}``: every namespace), with ``matchLabelKeys`` /
-``mismatchLabelKeys`` merged from the owner's labels. Evictions the cycle's victim search
-simulates do not lift an evictee's terms.
+``mismatchLabelKeys`` merged from the owner's labels. The pods of the gangs the cycle's victim
+search evicts count nowhere while evicted (upstream ``RemovePod``, which the preemption dry run
+calls for each victim).
+
+For preemption (upstream ``Filter``'s status codes): a node failing the pod's affinity is
+``UnschedulableAndUnresolvable``, since removing pods never adds a match (:meth:`unresolvable`:
+no victim is looked for there); one failing anti-affinity, the pod's own or an existing pod's,
+is ``Unschedulable``, and the pods whose removal may lift it are those matching one of the pod's
+anti-affinity terms or with a term matching the pod (:meth:`lifted_by_removing`).
 
 Its Score (``scoring.go``): per topology domain, the weights of the pod's preferred affinity
 terms matched by pods there, minus those of its preferred anti-affinity terms; plus what the
@@ -97,6 +104,23 @@ class InterPodAffinity:
         if bad is None:
             return np.zeros_like(among)
         return count_first_failures(among, bad, (MSG_AFFINITY, MSG_ANTI_AFFINITY, MSG_EXISTING_ANTI_AFFINITY), into)
+
+    # ------------------------------------------------------------------ preemption
+
+    def unresolvable(self, state: PodState, among: np.ndarray) -> np.ndarray:
+        """The nodes of ``among`` failing the pod's required affinity: upstream's
+        ``UnschedulableAndUnresolvable``, no candidates for preemption."""
+        bad = self._rejected(state)
+        return np.zeros_like(among) if bad is None else among & bad[0]
+
+    def lifted_by_removing(self, state: PodState, running: PodInfo) -> bool:
+        """Whether removing ``running`` may lift an anti-affinity rejection of ``state.pod``: it
+        matches one of the pod's anti-affinity terms, or one of its own matches the pod (the two
+        counts upstream ``RemovePod`` lowers that the Filter reads as ``Unschedulable``)."""
+        pod, ns = state.pod, state.session.snap.namespace_labels
+        if any(t.matches(running, ns) for t in constraints_of(pod).anti):
+            return True
+        return any(t.matches(pod, ns) for t in constraints_of(running).anti)
 
     # ------------------------------------------------------------------ score
 
@@ -190,7 +214,9 @@ class InterPodAffinity:
 
 def _term_counter(idx: CycleIndex, t: Term) -> Counter:
     ns = idx.ns_labels
-    return Counter(idx, idx.namespaces([t]), lambda p: t.matches(p, ns), skip_deleting=False, hint=t.selector)
+    # kept across cycles: the namespaces a namespaceSelector picks are part of the count's key
+    return Counter(idx, idx.namespaces([t]), lambda p: t.matches(p, ns), skip_deleting=False, hint=t.selector,
+                   memo="any:" + t.ident)
 
 
 def _affinity(idx: CycleIndex, pod: PodInfo, terms: tuple[Term, ...]) -> np.ndarray:
@@ -198,8 +224,12 @@ def _affinity(idx: CycleIndex, pod: PodInfo, terms: tuple[Term, ...]) -> np.ndar
     ns = idx.ns_labels
 
     def build() -> Counter:
+        # kept across cycles unless a later term's namespaceSelector reads namespace labels
+        # the count's key (the first term's namespaces) does not hold
+        kept = all(t.ns_selector is None for t in terms[1:])
         return Counter(idx, idx.namespaces(terms[:1]), lambda p: all(t.matches(p, ns) for t in terms),
-                       skip_deleting=False, hint=terms[0].selector)
+                       skip_deleting=False, hint=terms[0].selector,
+                       memo="all:" + "|".join(t.ident for t in terms) if kept else None)
 
     per_node = idx.counter("all:" + "|".join(t.ident for t in terms), build)
     exists = np.ones(idx.n, dtype=bool)

@@ -6,9 +6,14 @@ What kube-scheduler's InterPodAffinity and PodTopologySpread PreFilter compute p
 per cycle and selector: a :class:`Counter` holds, per node, how many pods match a predicate,
 the existing pods (bound, or placed by a pending BindRequest) first, then the pods the
 cycle's session placed, followed in step with its placements (a Statement rollback takes
-them out again). The existing pods come from the snapshot builder's
-:class:`~drasched.scheduler.podtable.PodTable` (by namespace, narrowed by a label), kept
-across cycles, as are the topology domains and node masks. Nothing here runs for a pod
+them out again), less the pods the session released: the pods of the gangs it evicted
+(upstream's preemption dry run: ``SelectVictimsOnNode`` removes each victim through
+``RunPreFilterExtensionRemovePod``, and InterPodAffinity's and PodTopologySpread's
+``RemovePod`` take it out of their counts; a rollback puts them back), and the terminating
+pods whose room a nominated preemptor holds. The existing pods' counts come from the
+snapshot builder's :class:`~drasched.scheduler.podtable.PodTable` (by namespace, narrowed by
+a label), kept across cycles and followed change by change, as are the topology domains and
+node masks. Nothing here runs for a pod
 without such constraints, except the check of the existing pods' required anti-affinity
 (symmetry), and that only while some pod has one: the snapshot builder keeps those pods
 (:attr:`Snapshot.anti_affinity`).
@@ -308,32 +313,34 @@ class Counter:
     pods placed in this session; kept in step with the session's placements."""
 
     def __init__(self, index: CycleIndex, namespaces: Iterable[str], pred: Callable[[PodInfo], bool],
-                 skip_deleting: bool, hint: Selector | None = None) -> None:
-        """``hint``: a selector every matching pod satisfies (its first label narrows the pods tried)."""
+                 skip_deleting: bool, hint: Selector | None = None, memo: str | None = None) -> None:
+        """``hint``: a selector every matching pod satisfies (its first label narrows the pods tried).
+        ``memo``: names ``pred`` (a function of the pod alone) so that the existing pods' count is
+        kept by the world's pod table and followed across cycles (``None``: counted afresh)."""
         self.pred = pred
         self.skip_deleting = skip_deleting
-        self.cur = np.zeros(index.n, dtype=np.int64)
         if hint is not None and hint.nothing:
             namespaces = ()
-        table = index.table
-        hit: list[int] = []
         narrowed = _narrowing(hint) if hint is not None else None
-        for ns in namespaces:
-            entries = table.namespace(ns)
-            if not entries:
-                continue
-            tried: Iterable[tuple[PodInfo, int]]
-            if narrowed is None:
-                tried = entries.values()
-            else:
-                tried = [entries[k] for k in table.with_label(ns, *narrowed)]
-            hit += [j for p, j in tried if not (skip_deleting and p.deleting) and pred(p)]
-        if hit:
-            self.cur += np.bincount(np.array(hit, dtype=np.int64), minlength=index.n)
+
+        def counted(p: PodInfo) -> bool:
+            return not (skip_deleting and p.deleting) and pred(p)
+
+        if memo is not None:
+            self.cur = index.table.counts(f"{memo}|{skip_deleting}", namespaces, counted, index.n, narrowed).copy()
+        else:
+            self.cur = index.table.walk(namespaces, counted, index.n, narrowed)
         self.applied: list[tuple[int, int]] = []
         """(log serial, node or -1) of each placement taken into account."""
+        self.lifted: dict[str, int] = {}
+        """Pod key -> node it was taken off (-1: it was not counted) for each pod the session released."""
+        self.removals = -1
+        """The :attr:`CycleIndex.removals` version :attr:`lifted` follows."""
 
     def sync(self, index: CycleIndex) -> np.ndarray:
+        if self.removals != index.removals:
+            self._follow_removals(index.removed)
+            self.removals = index.removals
         serials, log = index.serials, index.log
         applied = self.applied
         while applied and (len(applied) > len(serials) or serials[len(applied) - 1] != applied[-1][0]):
@@ -347,6 +354,22 @@ class Counter:
                 self.cur[j] += 1
             applied.append((serials[k], j))
         return self.cur
+
+    def _follow_removals(self, removed: Mapping[str, tuple[PodInfo, int]]) -> None:
+        """Count back the pods no longer removed, take off the newly removed ones (upstream
+        ``RemovePod`` / ``AddPod`` of the preemption dry run)."""
+        lifted = self.lifted
+        for key in [k for k in lifted if k not in removed]:
+            j = lifted.pop(key)
+            if j >= 0:
+                self.cur[j] += 1
+        for key, (p, j) in removed.items():
+            if key in lifted:
+                continue
+            counted = not (self.skip_deleting and p.deleting) and self.pred(p)
+            lifted[key] = j if counted else -1
+            if counted:
+                self.cur[j] -= 1
 
 
 class CycleIndex:
@@ -369,13 +392,19 @@ class CycleIndex:
         self.table = snap.pod_table if snap.pod_table is not None else PodTable(snap.pods, snap.on_node)
         """The existing pods by namespace and label (kept by the snapshot builder across cycles)."""
         self._counters: dict[str, Counter] = {}
-        self._existing_anti: list[tuple[Term, np.ndarray]] | None = None
+        self._existing_anti: list[tuple[Term, np.ndarray, list[str]]] | None = None
         self._symmetry: dict[str, dict[str, set[int]]] = {}
+        self._released_version = 0
+        self.removed: dict[str, tuple[PodInfo, int]] = {}
+        """Existing pods the session released (pod key -> (pod, node)): counted nowhere while released."""
+        self.removals = 0
+        """Changes of :attr:`removed` (counters compare it with the version they follow)."""
 
     # ------------------------------------------------------------------ placements
 
     def sync(self, session: Session) -> None:
-        """Follow the session's placements (added at the end, rolled back last first)."""
+        """Follow the session's placements (added at the end, rolled back last first) and evictions."""
+        self._follow_evictions(session)
         placements = session.placements
         log = self.log
         while log and placements.get(log[-1].pod.key) is not log[-1]:
@@ -403,6 +432,25 @@ class CycleIndex:
                 self.placed_anti[self._serial] = (pl.pod, pl.node, anti)
             if scores_others(pl.pod):
                 self.placed_scoring[self._serial] = (pl.pod, pl.node)
+
+    def _follow_evictions(self, session: Session) -> None:
+        """The existing pods the session released as :attr:`removed`: the pods of the gangs it
+        evicted, and the terminating pods whose room a nominated preemptor takes
+        (``disruption.released``; a rollback brings them back)."""
+        state = session.disruption
+        if state.released_version == self._released_version:
+            return
+        self._released_version = state.released_version
+        removed: dict[str, tuple[PodInfo, int]] = {}
+        for key in sorted(state.released):
+            hit = self.table.namespace(key.partition("/")[0]).get(key)
+            if hit is not None:
+                removed[key] = hit
+        if removed.keys() == self.removed.keys():
+            return
+        self.removed = removed
+        self.removals += 1
+        self._symmetry.clear()
 
     # ------------------------------------------------------------------ existing pods
 
@@ -489,15 +537,17 @@ class CycleIndex:
     def blocked(self, pod: PodInfo) -> dict[str, set[int]]:
         """Per topology key, the domains (value indices) where a pod's required anti-affinity
         term matches ``pod`` (upstream ``getTPMapMatchingExistingAntiAffinity``), the pods placed
-        in this session included."""
+        in this session included, those it evicted left out."""
         out: dict[str, set[int]] = {}
         if self.snap.anti_affinity:
             memo = json.dumps([pod.namespace, sorted(pod_labels(pod).items())], separators=(",", ":"))
             base = self._symmetry.get(memo)
             if base is None:
                 base = {}
-                for term, nodes in self._existing():
+                for term, nodes, keys in self._existing():
                     if term.matches(pod, self.ns_labels):
+                        if self.removed:
+                            nodes = nodes[np.array([k not in self.removed for k in keys], dtype=bool)]
                         codes, _ = self.domains(term.key)
                         found = {int(c) for c in np.unique(codes[nodes]) if c >= 0}
                         if found:
@@ -517,7 +567,8 @@ class CycleIndex:
         """Per topology key and domain, what other pods' terms give ``pod`` there (upstream
         ``processExistingPod``'s second half): their preferred affinity terms matching it +weight,
         preferred anti-affinity -weight, required affinity +``HARD_POD_AFFINITY_WEIGHT``; the
-        pods this session placed included."""
+        pods this session placed included. Pods it evicted still score: upstream's preemption
+        dry run re-runs the filters only."""
         memo = json.dumps([pod.namespace, sorted(pod_labels(pod).items())], separators=(",", ":"))
         base = self._scored_by_others.get(memo)
         if base is None:
@@ -546,11 +597,12 @@ class CycleIndex:
                     per_key = into.setdefault(t.key, {})
                     per_key[code] = per_key.get(code, 0) + w
 
-    def _existing(self) -> list[tuple[Term, np.ndarray]]:
-        """The existing pods' anti-affinity terms, grouped: each distinct term with its pods' nodes."""
+    def _existing(self) -> list[tuple[Term, np.ndarray, list[str]]]:
+        """The existing pods' anti-affinity terms, grouped: each distinct term with its pods'
+        nodes and keys (the keys leave out the pods the session evicted)."""
         if self._existing_anti is None:
             snap = self.snap
-            grouped: dict[tuple[str, str], tuple[Term, list[int]]] = {}
+            grouped: dict[tuple[str, str], tuple[Term, list[int], list[str]]] = {}
             for p in snap.anti_affinity.values():
                 j = counted_node(p, snap.assumed, snap.node_pos)
                 if j is None:
@@ -558,9 +610,10 @@ class CycleIndex:
                 for term in constraints_of(p).anti:
                     hit = grouped.get((term.ident, term.key))
                     if hit is None:
-                        hit = grouped[(term.ident, term.key)] = (term, [])
+                        hit = grouped[(term.ident, term.key)] = (term, [], [])
                     hit[1].append(j)
-            self._existing_anti = [(t, np.array(js, dtype=np.int64)) for t, js in grouped.values()]
+                    hit[2].append(p.key)
+            self._existing_anti = [(t, np.array(js, dtype=np.int64), keys) for t, js, keys in grouped.values()]
         return self._existing_anti
 
 

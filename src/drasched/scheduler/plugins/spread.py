@@ -10,7 +10,13 @@ pods left out, the pods this cycle placed counted in; an empty selector counts n
 ``countPodsMatchSelector``). A node passes when ``count(its domain) + (1 if the pod matches
 the selector) - min(count over domains) <= maxSkew``, the minimum being 0 while fewer domains
 than ``minDomains`` exist; a node without the key fails. ``ScheduleAnyway`` constraints and
-the default constraints only score upstream and are left out.
+the default constraints only score upstream and are left out. The pods of the gangs the
+cycle's victim search evicts are not counted while evicted (upstream ``RemovePod``).
+
+For preemption (upstream ``Filter``'s status codes): a node without a constraint's key is
+``UnschedulableAndUnresolvable`` (:meth:`unresolvable`); one over the skew is ``Unschedulable``,
+and the pods whose removal may bring it back are the counted ones, in the pod's namespace and
+matching a constraint's selector (:meth:`lifted_by_removing`).
 
 Its Score (``scoring.go``) for ``ScheduleAnyway`` constraints: per constraint, a node's
 domain count of matching pods times ``log(domains + 2)`` plus ``maxSkew - 1`` (per node for
@@ -87,6 +93,23 @@ class PodTopologySpread:
             return np.zeros_like(among)
         # a node's first failing constraint decides, missing label or skew
         return count_first_failures(among, bad, (MSG_SPREAD_LABEL, MSG_SPREAD), into)
+
+    # ------------------------------------------------------------------ preemption
+
+    def unresolvable(self, state: PodState, among: np.ndarray) -> np.ndarray:
+        """The nodes of ``among`` whose first failing constraint lacks its topology key
+        (upstream ``ErrReasonNodeLabelNotMatch``, ``UnschedulableAndUnresolvable``)."""
+        bad = self._rejected(state)
+        return np.zeros_like(among) if bad is None else among & bad[0]
+
+    def lifted_by_removing(self, state: PodState, running: PodInfo) -> bool:
+        """Whether removing ``running`` lowers a count a constraint of ``state.pod`` reads (upstream
+        ``updateWithPod``: same namespace, matching the selector; terminating pods are not counted)."""
+        pod = state.pod
+        if running.namespace != pod.namespace or running.deleting:
+            return False
+        labels = pod_labels(running)
+        return any(not c.selector.empty and c.selector.matches(labels) for c in constraints_of(pod).spread)
 
     # ------------------------------------------------------------------ score
 
@@ -196,4 +219,4 @@ def _spread_counter(idx: CycleIndex, pod: PodInfo, c: Spread) -> Counter:
     if selector.empty:  # upstream counts no pod for an empty selector
         return Counter(idx, (), lambda p: False, skip_deleting=True)
     return Counter(idx, (ns,), lambda p: p.namespace == ns and not p.deleting and selector.matches(pod_labels(p)),
-                   skip_deleting=True, hint=selector)
+                   skip_deleting=True, hint=selector, memo=f"spread:{ns}:{selector.ident}")

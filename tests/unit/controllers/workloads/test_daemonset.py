@@ -24,7 +24,7 @@ from drasched.controllers.workloads.daemonset import (
     scaled_count,
     target_node,
 )
-from drasched.sim.runner import Simulation
+from drasched.sim.runner import Simulation, default_controllers
 
 Obj = dict[str, Any]
 
@@ -246,14 +246,26 @@ def test_on_delete_keeps_the_old_pods() -> None:
     assert "updatedNumberScheduled" not in status and status["numberReady"] == 1
 
 
+class _EvictingKubelet:
+    """Fails every running pod at once, as a kubelet's node-pressure eviction leaves it (phase Failed,
+    reason Evicted): a daemon pod (restartPolicy Always) whose container exits is restarted in place,
+    never Failed, so this is how a DaemonSet meets a Failed pod."""
+
+    name = "evicting-kubelet"
+
+    def reconcile(self, ctx: Any) -> bool:
+        running = [p for p in ctx.store.iter_kind(kinds.POD) if (p.get("status") or {}).get("phase") == "Running"]
+        for p in running:
+            ctx.store.patch(kinds.POD, p["metadata"]["name"], p["metadata"]["namespace"],
+                            {"status": {"phase": "Failed", "reason": "Evicted"}}, subresource="status")
+        return bool(running)
+
+
 def test_a_failing_pod_is_replaced_with_back_off() -> None:
     # podsShouldBeOnNode: a Failed pod is deleted (FailedDaemonPod) at most once per back-off per node,
     # failedPodsBackoff = flowcontrol.NewBackOff(1s, 15m); the replacement is made once it is gone
-    sim = Simulation()
-    ds = _ds()
-    ds["spec"]["template"]["metadata"]["annotations"] = {"drasched.io/sim-duration": "0s",
-                                                         "drasched.io/sim-exit-code": "1"}
-    sim.load([_node("n1"), ds])
+    sim = Simulation([*default_controllers(), _EvictingKubelet()])
+    sim.load([_node("n1"), _ds()])
     assert not sim.run(max_rounds=300)  # upstream too replaces a crashing daemon pod for ever
     failed = sorted((e for e in sim.store.iter_kind(kinds.EVENT) if e["reason"] == "FailedDaemonPod"),
                     key=lambda e: e["firstTimestamp"])

@@ -5,6 +5,7 @@ workload's own watch event, and the scheduler holds them until they are grouped
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from drasched.controllers.workloads.gangs import ImplicitGangController, Implici
 from drasched.controllers.workloads.leaderworkerset import group_key
 from drasched.sim.clock import VirtualClock
 from drasched.sim.context import SimContext
+from drasched.store.base import ListResult, WatchEvent
 from drasched.store.informer import SharedInformers
 from drasched.store.memory import MemoryStore
 
@@ -294,4 +296,113 @@ def test_drascheds_queue_label_on_the_job_wins_and_a_missing_kai_priority_class_
     assert "priorityClassName" not in group["spec"], "KAI ignores a class that does not exist: no blocked gang"
     (warning,) = [e for e in ctx.store.list(kinds.EVENT).items if e["reason"] == "PriorityClassNotFound"]
     assert warning["message"] == ("label priorityClassName=no-such-class ignored: PriorityClass no-such-class does "
-                                  "not exist; the pods keep their own priority")
+                                  "not exist; the pods keep their own priority (in a KAI queue, KAI's default class "
+                                  "for the workload's kind)")
+
+
+def kai_queue(name: str) -> Obj:
+    """A KAI Queue as the server serves it (serve reads it untranslated)."""
+    return {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": name},
+            "spec": {"resources": {r: {"quota": -1, "limit": -1} for r in ("gpu", "cpu", "memory")}}}
+
+
+class WithKaiQueues(MemoryStore):
+    """A server that serves KAI's Queue CRD, holding one KAI Queue, ``kai-team``."""
+
+    def list(self, rt: Any, namespace: str | None = None, label_selector: str | None = None,
+             field_selector: str | None = None) -> ListResult:
+        if rt is kinds.KAI_QUEUE:
+            return ListResult([kai_queue("kai-team")], "1")
+        return super().list(rt, namespace, label_selector, field_selector)
+
+    def watch(self, rt: Any, resource_version: str, namespace: str | None = None,
+              timeout_seconds: float = 1.0) -> Iterator[WatchEvent]:
+        if rt is kinds.KAI_QUEUE:
+            return iter(())
+        return super().watch(rt, resource_version, namespace, timeout_seconds)
+
+
+def serve_ctx() -> ServeLikeContext:
+    clock = VirtualClock()
+    return ServeLikeContext(WithKaiQueues(clock=clock.now, auto_namespaces=True), clock)
+
+
+@pytest.mark.parametrize(("queue_label", "annotations", "min_member"), [
+    ({"kai.scheduler/queue": "kai-team"}, {}, 1),  # KAI's Job grouper: minMember 1
+    ({"kai.scheduler/queue": "kai-team"}, {"kai.scheduler/batch-min-member": "3"}, 3),
+    ({"drasched.io/queue": "team-a"}, {"kai.scheduler/batch-min-member": "3"}, 4),  # drasched's: parallelism
+])
+def test_a_jobs_gang_in_a_kai_queue_is_kais_and_elsewhere_drascheds(queue_label: Obj, annotations: Obj,
+                                                                     min_member: int) -> None:
+    # pkg/podgrouper/podgrouper/plugins/job/job_grouper.go calcMinMember: the annotation, else 1
+    ctx = serve_ctx()
+    j = job()
+    j["metadata"]["labels"] = dict(queue_label)
+    j["metadata"]["annotations"] = dict(annotations)
+    ctx.store.create(j)
+    ctx.store.create(job_pod("train-abcde"))
+    assert ImplicitGangController().reconcile(ctx)
+    (group,) = ctx.store.list(kinds.POD_GROUP).items
+    assert group["spec"]["minMember"] == min_member
+    ctx.store.patch(kinds.JOB, "train", "default", {"status": {"active": 1}})
+    ImplicitGangController().reconcile(ctx)  # the Job's changes keep KAI's size, not drasched's
+    assert ctx.store.get(kinds.POD_GROUP, "train", "default")["spec"]["minMember"] == min_member
+
+
+def test_a_bad_kai_min_member_annotation_is_a_warning_and_one_is_used() -> None:
+    ctx = serve_ctx()
+    j = job()
+    j["metadata"]["labels"] = {"kai.scheduler/queue": "kai-team"}
+    j["metadata"]["annotations"] = {"kai.scheduler/batch-min-member": "0"}
+    ctx.store.create(j)
+    ctx.store.create(job_pod("train-abcde"))
+    ImplicitGangController().reconcile(ctx)
+    assert ctx.store.get(kinds.POD_GROUP, "train", "default")["spec"]["minMember"] == 1
+    (warning,) = [e for e in ctx.store.list(kinds.EVENT).items if e["reason"] == "InvalidMinMember"]
+    assert "kai.scheduler/batch-min-member='0'" in warning["message"]
+
+
+def replica_set_pod(name: str) -> Obj:
+    """A pod as kube-controller-manager's ReplicaSet controller writes it, in a KAI queue, naming no class."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default",
+                         "labels": {"app": "web", "pod-template-hash": "5d8", "kai.scheduler/queue": "kai-team"},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8",
+                                              "uid": "rs-uid", "controller": True}]},
+            "spec": {"schedulerName": "drasched", "containers": [{"name": "main", "image": "nginx"}]}}
+
+
+def test_a_replicasets_pod_in_a_kai_queue_is_held_until_its_top_owners_kind_is_written() -> None:
+    # KAI's pod grouper walks ownerReferences to the top owner (a Deployment: class inference); the
+    # scheduler sees only the ReplicaSet, so the controller writes the kind and the gate holds the pod till then.
+    from drasched.scheduler.plugins.implicitgang import ImplicitGangGate
+    from drasched.scheduler.podinfo import parse_pod
+
+    ctx = serve_ctx()
+    gangs = ImplicitGangController()
+    ctx.store.create(replica_set_pod("web-5d8-abcde"))
+    assert not gangs.reconcile(ctx), "its ReplicaSet is not known yet: nothing to decide"
+    held = parse_pod("default/web-5d8-abcde", pod_of(ctx, "web-5d8-abcde"), {})
+    check = ImplicitGangGate().prepare(held)
+    assert check is not None and check(None) == (  # type: ignore[arg-type]
+        "waiting for the pod's top owner to be read (ReplicaSet default/web-5d8 and its owners): KAI's default "
+        "PriorityClass follows its kind")
+
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "web", "namespace": "default", "uid": "deploy-uid"},
+                  "spec": {"selector": {"matchLabels": {"app": "web"}},
+                           "template": {"metadata": {"labels": {"app": "web"}},
+                                        "spec": {"containers": [{"name": "main", "image": "nginx"}]}}}}
+    replica_set = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                   "metadata": {"name": "web-5d8", "namespace": "default", "uid": "rs-uid",
+                                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+                                                     "uid": "deploy-uid", "controller": True}]},
+                   "spec": {"selector": {"matchLabels": {"app": "web"}},
+                            "template": {"metadata": {"labels": {"app": "web"}},
+                                         "spec": {"containers": [{"name": "main", "image": "nginx"}]}}}}
+    ctx.store.create(deployment)
+    ctx.store.create(replica_set)
+    assert gangs.reconcile(ctx)
+    pod = pod_of(ctx, "web-5d8-abcde")
+    assert pod["metadata"]["annotations"] == {"drasched.io/top-owner": "Deployment.apps"}
+    assert ImplicitGangGate().prepare(parse_pod("default/web-5d8-abcde", pod, {})) is None
