@@ -44,6 +44,7 @@ from tests.scenarios.test_foreign_apis import (
     _shared_claim_manifests,
     _upstream_group,
     _upstream_pod,
+    coscheduling,
 )
 
 pytestmark = pytest.mark.e2e
@@ -62,13 +63,14 @@ def cluster() -> Iterator[LocalCluster]:
 # -------------------------------------------------------------------------------- KAI's CRDs
 
 
-def _kai_crd(plural: str, kind: str, version: str, scope: str) -> Obj:
+def _kai_crd(plural: str, kind: str, version: str, scope: str, group: str = "scheduling.run.ai") -> Obj:
     """A CustomResourceDefinition with KAI's group, names, scope and served version, and its
-    status subresource (``queues.scheduling.run.ai``: v2, Cluster; ``podgroups``: v2alpha2)."""
+    status subresource (``queues.scheduling.run.ai``: v2, Cluster; ``podgroups``: v2alpha2); or
+    another project's (``group``)."""
     free = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.scheduling.run.ai"},
-            "spec": {"group": "scheduling.run.ai", "scope": scope,
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": scope,
                      "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List"},
                      "versions": [{"name": version, "served": True, "storage": True,
                                    "subresources": {"status": {}},
@@ -84,6 +86,17 @@ def install_kai_crds(store: KubeStore) -> None:
     deadline = time.monotonic() + 60
     while set(KAI_KINDS) - set(served_foreign_kinds(store)):
         assert time.monotonic() < deadline, "KAI's CRDs were not served within 60 s"
+        time.sleep(0.2)
+
+
+def install_coscheduling_crd(store: KubeStore) -> None:
+    """scheduler-plugins' PodGroup CRD (``podgroups.scheduling.x-k8s.io``, v1alpha1, Namespaced),
+    waited for until the server serves it."""
+    rt = kinds.COSCHEDULING_POD_GROUP
+    store.request("POST", CRD_PATH, _kai_crd(rt.plural, rt.kind, rt.version, "Namespaced", group=rt.group))
+    deadline = time.monotonic() + 60
+    while rt not in served_foreign_kinds(store):
+        assert time.monotonic() < deadline, "scheduler-plugins' CRD was not served within 60 s"
         time.sleep(0.2)
 
 
@@ -127,7 +140,7 @@ def load_mixed(store: KubeStore, cluster: LocalCluster, manifests: list[Obj]) ->
 
 
 def _is_foreign(obj: Obj) -> bool:
-    return is_gang(obj) or str(obj.get("apiVersion", "")).startswith("scheduling.run.ai/")
+    return is_gang(obj) or str(obj.get("apiVersion", "")).startswith(("scheduling.run.ai/", "scheduling.x-k8s.io/"))
 
 
 class Serving(ScenarioServing):
@@ -197,8 +210,9 @@ def test_the_charts_identity_may_read_what_serve_discovers(cluster: LocalCluster
     admin = cluster.store()
     install(admin, render())
     install_kai_crds(admin)
+    install_coscheduling_crd(admin)
     with service_account_store(cluster, admin) as sa:
-        assert served_foreign_kinds(sa) == (*gang_kinds(cluster), *KAI_KINDS)
+        assert served_foreign_kinds(sa) == (*gang_kinds(cluster), *KAI_KINDS, kinds.COSCHEDULING_POD_GROUP)
 
 
 def test_upstream_gang_minimum_met_and_not_met_in_serve(cluster: LocalCluster) -> None:
@@ -301,6 +315,26 @@ def test_kai_podgroups_and_their_pods_annotations_schedule_in_serve_as_drasched(
     assert all("drasched.io/pod-group" not in (p["metadata"].get("labels") or {}) for p in store.list(kinds.POD).items)
     assert {e["involvedObject"]["apiVersion"] for e in events_about(store, "PodGroup", "big")} == {
         "scheduling.run.ai/v2alpha2"}
+
+
+def test_coscheduling_podgroups_and_their_pods_label_schedule_in_serve_as_drasched(cluster: LocalCluster) -> None:
+    """tests/scenarios/scheduler/004 (gangs all or nothing) with scheduler-plugins' PodGroups and
+    pods joining them by its ``scheduling.x-k8s.io/pod-group`` label: every expectation holds, the
+    gang Events are on scheduler-plugins' PodGroups, and drasched writes neither a PodGroup of its
+    own nor a status to theirs (their controller's)."""
+    scn = load_scenario(SCENARIOS / "scheduler" / "004-gang-all-or-nothing.yaml")
+    store = cluster.store()
+    install_coscheduling_crd(store)
+    uids = load_mixed(store, cluster, [coscheduling(o) for o in scn.manifests])
+    with Serving(store):
+        wait_quiet(store)
+    problems = scenario_problems(scn, uids, read_back(store))
+    assert problems == [], "\n".join(problems)
+    assert store.list(kinds.POD_GROUP).items == []
+    assert all("drasched.io/pod-group" not in (p["metadata"].get("labels") or {}) for p in store.list(kinds.POD).items)
+    assert {e["involvedObject"]["apiVersion"] for e in events_about(store, "PodGroup", "big")} == {
+        "scheduling.x-k8s.io/v1alpha1"}
+    assert all("status" not in g for g in store.list(kinds.COSCHEDULING_POD_GROUP, "default").items)
 
 
 def test_a_kai_queue_tree_and_kai_labelled_pods_schedule_in_serve_as_their_drasched_translation() -> None:

@@ -69,25 +69,28 @@ def gang_kind(kind: str, served: ServedApis) -> kinds.ResourceType:
 
 
 KAI_TOPOLOGY = kinds.ResourceType("kai.scheduler", "v1", "Topology", "topologies", False, has_status=False)
-KAI_KINDS = {(rt.api_version, rt.kind): rt for rt in (kinds.KAI_QUEUE, kinds.KAI_POD_GROUP, KAI_TOPOLOGY)}
-"""KAI-Scheduler's kinds, which simulate translates: served here by stand-ins (KAI's CRDs are not vendored)."""
-KAI_ORDER = {kinds.KAI_QUEUE: kinds.QUEUE, kinds.KAI_POD_GROUP: kinds.POD_GROUP, KAI_TOPOLOGY: kinds.NODE}
+CRD_KINDS = {(rt.api_version, rt.kind): rt
+             for rt in (kinds.KAI_QUEUE, kinds.KAI_POD_GROUP, KAI_TOPOLOGY, kinds.COSCHEDULING_POD_GROUP)}
+"""KAI-Scheduler's and scheduler-plugins' kinds, which simulate translates: served here by stand-ins
+(their CRDs are not vendored)."""
+CRD_ORDER = {kinds.KAI_QUEUE: kinds.QUEUE, kinds.KAI_POD_GROUP: kinds.POD_GROUP, KAI_TOPOLOGY: kinds.NODE,
+             kinds.COSCHEDULING_POD_GROUP: kinds.POD_GROUP}
 
 
 def resource_type(obj: Obj, served: ServedApis) -> kinds.ResourceType:
     if is_gang(obj):
         return gang_kind(obj["kind"], served)
-    kai = KAI_KINDS.get((obj.get("apiVersion"), obj.get("kind")))
-    return kai if kai is not None else kinds.for_object(obj)
+    crd = CRD_KINDS.get((obj.get("apiVersion"), obj.get("kind")))
+    return crd if crd is not None else kinds.for_object(obj)
 
 
 def order(obj: Obj, served: ServedApis) -> int:
-    """Dependency order; the upstream gang objects go just before the pods that join them, KAI's
-    objects where drasched's translations of them go."""
+    """Dependency order; the upstream gang objects go just before the pods that join them, KAI's and
+    scheduler-plugins' objects where drasched's translations of them go."""
     if is_gang(obj):
         return kinds.order_index(kinds.POD)
     rt = resource_type(obj, served)
-    return kinds.order_index(KAI_ORDER.get(rt, rt))
+    return kinds.order_index(CRD_ORDER.get(rt, rt))
 
 
 def file_namespace(index: int, name: str) -> str:
@@ -113,7 +116,7 @@ def _create(store: KubeStore, body: Obj, served: ServedApis) -> Obj:
     if body.get("kind") == kinds.JOB_SET.kind and body.get("apiVersion") in kinds.JOB_SET_ALSO_SERVED:
         rt = dataclasses.replace(kinds.JOB_SET, version=str(body["apiVersion"]).rpartition("/")[2])
         return store.request("POST", rt.api_path(body["metadata"].get("namespace")), body)
-    if is_gang(body) or (body.get("apiVersion"), body.get("kind")) in KAI_KINDS:
+    if is_gang(body) or (body.get("apiVersion"), body.get("kind")) in CRD_KINDS:
         rt = resource_type(body, served)
         return store.request("POST", rt.api_path(body["metadata"].get("namespace")), body,
                              params={"fieldValidation": "Strict"})
@@ -179,8 +182,8 @@ def stand_in_crd(rt: kinds.ResourceType) -> Obj:
                      "versions": versions}}
 
 
-THIRD_PARTY = [rt for rt in kinds.ALL if rt.group.endswith(".x-k8s.io")] + list(KAI_KINDS.values())
-"""Kinds of other projects' CRDs (JobSet, LeaderWorkerSet, KAI-Scheduler's): served here by
+THIRD_PARTY = [rt for rt in kinds.ALL if rt.group.endswith(".x-k8s.io")] + list(CRD_KINDS.values())
+"""Kinds of other projects' CRDs (JobSet, LeaderWorkerSet, KAI-Scheduler's, scheduler-plugins'): served here by
 stand-ins, so only their metadata and namespace are checked, not their spec."""
 
 

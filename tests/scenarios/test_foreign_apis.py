@@ -1,9 +1,10 @@
 """Other schedulers' objects schedule exactly as their drasched equivalents.
 
 Each test takes a scenario written in drasched's own API, rewrites it by hand into the other
-API (KAI-Scheduler's CRDs and labels, or the upstream scheduling.k8s.io gang API), runs both
-through ``drasched simulate`` and compares where every pod ended up. The rewrite here is
-independent of drasched.api.foreign (it goes the other way), so a wrong translation shows.
+API (KAI-Scheduler's CRDs and labels, scheduler-plugins' coscheduling PodGroup, or the upstream
+scheduling.k8s.io gang API), runs both through ``drasched simulate`` and compares where every pod
+ended up. The rewrite here is independent of drasched.api.foreign (it goes the other way), so a
+wrong translation shows.
 """
 
 from __future__ import annotations
@@ -110,6 +111,32 @@ def test_kai_gpu_fraction_annotation_schedules_as_drasched(tmp_path: Path) -> No
     ours, _ = _run(path, scn.manifests, tmp_path, "drasched")
     assert _placements(theirs) == _placements(ours), stderr
     assert check_expectations(scn, theirs) == []
+
+
+# ---- kubernetes-sigs/scheduler-plugins (coscheduling) -----------------------------------------
+
+
+def coscheduling(o: Obj) -> Obj:
+    """A drasched PodGroup as scheduler-plugins' (minMember only), a pod's group label as its
+    ``scheduling.x-k8s.io/pod-group`` label."""
+    o = copy.deepcopy(o)
+    if o.get("kind") == "PodGroup":
+        assert set(o["spec"]) == {"minMember"}, o["spec"]
+        o["apiVersion"] = "scheduling.x-k8s.io/v1alpha1"
+    if o.get("kind") == "Pod":
+        labels = o["metadata"]["labels"]
+        labels["scheduling.x-k8s.io/pod-group"] = labels.pop("drasched.io/pod-group")
+    return o
+
+
+def test_coscheduling_pod_group_schedules_as_drasched(tmp_path: Path) -> None:
+    path = HERE / "scheduler" / "004-gang-all-or-nothing.yaml"
+    scn = load_scenario(path)
+    theirs, stderr = _run(path, [coscheduling(o) for o in scn.manifests], tmp_path, "coscheduling")
+    ours, _ = _run(path, scn.manifests, tmp_path, "drasched")
+    assert _placements(theirs) == _placements(ours), stderr
+    assert check_expectations(scn, theirs) == []
+    assert "warning:" not in stderr
 
 
 # ---- the upstream gang API (scheduling.k8s.io) ----------------------------------------------

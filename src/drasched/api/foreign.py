@@ -15,7 +15,12 @@ so the scheduler core never learns a second vocabulary:
   and ``gpu-fraction`` annotation become drasched's ``drasched.io/queue``,
   ``drasched.io/pod-group`` and ``drasched.io/gpu-fraction``. KAI's queue and
   ``priorityClassName`` labels on a workload are read where drasched reads a workload's
-  labels (the implicit-gang controller, the pod's priority); here they are only checked.
+  labels (the implicit-gang controller, the pod's priority), and so are its topology annotations
+  (``kai.scheduler/topology-required-placement`` / ``-preferred-placement``: the topology keys of
+  the workload's implicit PodGroup); here they are only checked.
+* kubernetes-sigs/scheduler-plugins' ``scheduling.x-k8s.io/v1alpha1`` **PodGroup** (its
+  coscheduling plugin's gang) becomes a drasched PodGroup of the same name; a pod's
+  ``scheduling.x-k8s.io/pod-group`` label is read as ``drasched.io/pod-group``.
 
 Every field with no meaning here gives a warning that names the object and the field, and
 the rest goes on (docs/design.md, "Other schedulers' objects"). Pure functions: no I/O.
@@ -44,6 +49,9 @@ template (v1alpha2 ``podGroupTemplateRef.workload.{workloadName, podGroupTemplat
 KAI_QUEUE_VERSION = "scheduling.run.ai/v2"
 KAI_POD_GROUP_VERSION = "scheduling.run.ai/v2alpha2"
 KAI_TOPOLOGY_VERSION = "kai.scheduler/v1"
+COSCHEDULING_VERSION = "scheduling.x-k8s.io/v1alpha1"
+"""kubernetes-sigs/scheduler-plugins' PodGroup (apis/scheduling/v1alpha1/types.go), which its
+coscheduling plugin (pkg/coscheduling) schedules as a gang."""
 DRASCHED_VERSION = "scheduling.drasched.io/v1alpha1"
 PRIORITY_CLASS = ("scheduling.k8s.io/v1", "PriorityClass")
 SYSTEM_CLASSES = ("system-node-critical", "system-cluster-critical")
@@ -56,6 +64,9 @@ GPU_FRACTION = "drasched.io/gpu-fraction"
 KAI_QUEUE_LABELS = ("kai.scheduler/queue", "runai/queue")
 """KAI's queue label: ``kai.scheduler/queue`` since KAI v0.10, ``runai/queue`` before."""
 KAI_POD_GROUP_ANNOTATION = "pod-group-name"
+COSCHEDULING_POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+"""scheduler-plugins' ``PodGroupLabel`` (``scheduling.GroupName + "/pod-group"``, apis/scheduling/v1alpha1/
+types.go): a pod joins the coscheduling PodGroup this label names, in its own namespace."""
 KAI_PRIORITY_LABEL = "priorityClassName"
 """KAI's priority label on a workload or pod (KAI's docs/priority examples): the PriorityClass
 its pods run at when the pod spec names none."""
@@ -74,6 +85,14 @@ KAI_BATCH_MIN_MEMBER = "kai.scheduler/batch-min-member"
 KAI_MIN_MEMBER_MISSPELT = "kai.scheduler/min-member"
 """The key an older copy of KAI's docs/batch/batch-job-min-member.yaml wrote: KAI's Job and JobSet
 groupers never read it (its StatefulSet grouper does), so neither does drasched on those."""
+KAI_TOPOLOGY_PLACEMENTS = {"kai.scheduler/topology-required-placement": "requiredTopologyKey",
+                           "kai.scheduler/topology-preferred-placement": "preferredTopologyKey"}
+"""KAI's topology annotations on a workload (its top owner) and the drasched PodGroup field each
+becomes: KAI's pod grouper copies them into the PodGroup's ``topologyConstraint.requiredTopologyLevel``
+/ ``preferredTopologyLevel`` (pkg/podgrouper/podgrouper/plugins/defaultgrouper/default_grouper.go
+``GetPodGroupMetadata``; docs/topology/README.md), levels being node label keys, as drasched's keys are."""
+KAI_TOPOLOGY_NAME = "kai.scheduler/topology"
+"""The Topology object a workload's placements are levels of: not needed here (the levels are node label keys)."""
 KAI_GPU_FRACTION = "gpu-fraction"
 KAI_GPU_MEMORY = "gpu-memory"
 """KAI's share of one GPU by memory (MiB): not read yet (``scheduler/fraction.py`` says why)."""
@@ -108,7 +127,8 @@ def is_foreign(obj: Obj) -> bool:
     return (is_upstream(obj, "PodGroup") or is_upstream(obj, "Workload")
             or (obj.get("apiVersion"), obj.get("kind")) in ((KAI_QUEUE_VERSION, "Queue"),
                                                            (KAI_POD_GROUP_VERSION, "PodGroup"),
-                                                           (KAI_TOPOLOGY_VERSION, "Topology")))
+                                                           (KAI_TOPOLOGY_VERSION, "Topology"),
+                                                           (COSCHEDULING_VERSION, "PodGroup")))
 
 
 def translate(objects: Iterable[Obj]) -> Translation:
@@ -127,6 +147,7 @@ def translate(objects: Iterable[Obj]) -> Translation:
     for o in objs:
         _check_kai_labels(o, classes, out.warnings)
         _check_kai_min_member(o, out.warnings)
+        _check_kai_topology(o, out.warnings)
         version_kind = (o.get("apiVersion"), o.get("kind"))
         t: Obj | None
         if is_upstream(o, "Workload"):
@@ -140,8 +161,10 @@ def translate(objects: Iterable[Obj]) -> Translation:
         elif version_kind == (KAI_TOPOLOGY_VERSION, "Topology"):
             kai_topology(o, out.warnings)
             t = None
+        elif version_kind == (COSCHEDULING_VERSION, "PodGroup"):
+            t = coscheduling_pod_group(o, out.warnings)
         elif version_kind == ("v1", "Pod"):
-            t = kai_pod(o, out.warnings)
+            t = aliased_pod(o, out.warnings)
         else:
             t = o
         if t is not None and t is not o and is_foreign(o) and (t["kind"], _key(t)) in native:
@@ -436,17 +459,20 @@ def kai_topology(topology: Obj, warnings: list[str]) -> None:
                     f"is the node label key itself{shown}")
 
 
-def kai_pod(pod: Obj, warnings: list[str]) -> Obj:
-    """A pod with KAI's queue label, group or GPU-fraction annotation, with drasched's added.
+def aliased_pod(pod: Obj, warnings: list[str]) -> Obj:
+    """A pod with KAI's queue label, group or GPU-fraction annotation, or scheduler-plugins' group
+    label, with drasched's added.
 
     drasched's own label or annotation wins where both are set and differ (with a warning).
-    Returns ``pod`` itself when it carries none of KAI's.
+    Returns ``pod`` itself when it carries none of them.
     """
     md = pod.get("metadata") or {}
     labels, annotations = dict(md.get("labels") or {}), dict(md.get("annotations") or {})
     aliases = [(labels, k, labels, QUEUE_LABEL, f"metadata.labels[{k}]") for k in KAI_QUEUE_LABELS]
     aliases += [(annotations, KAI_POD_GROUP_ANNOTATION, labels, POD_GROUP_LABEL,
                  f"metadata.annotations[{KAI_POD_GROUP_ANNOTATION}]"),
+                (labels, COSCHEDULING_POD_GROUP_LABEL, labels, POD_GROUP_LABEL,
+                 f"metadata.labels[{COSCHEDULING_POD_GROUP_LABEL}]"),
                 (annotations, KAI_GPU_FRACTION, annotations, GPU_FRACTION,
                  f"metadata.annotations[{KAI_GPU_FRACTION}]")]
     changed = False
@@ -612,6 +638,87 @@ def _check_kai_min_member(o: Obj, warnings: list[str]) -> None:
     if KAI_MIN_MEMBER_MISSPELT in annotations and KAI_BATCH_MIN_MEMBER not in annotations:
         warnings.append(f"{_what(o)}: metadata.annotations[{KAI_MIN_MEMBER_MISSPELT}] is not read: KAI's "
                         f"{o['kind']} grouper reads {KAI_BATCH_MIN_MEMBER}")
+
+
+def kai_topology_constraint(workload: Obj) -> Obj:
+    """The ``topologyConstraint`` KAI's pod grouper gives a workload's PodGroup, read from the workload's
+    (its top owner's) annotations (:data:`KAI_TOPOLOGY_PLACEMENTS`) as drasched's ``requiredTopologyKey`` /
+    ``preferredTopologyKey``; empty when it has neither. The named Topology is not needed (:func:`kai_topology`)."""
+    annotations = (workload.get("metadata") or {}).get("annotations") or {}
+    return {ours: str(annotations[theirs]) for theirs, ours in KAI_TOPOLOGY_PLACEMENTS.items()
+            if annotations.get(theirs)}
+
+
+GANG_MIN_MEMBER = "drasched.io/gang-min-member"
+GANG_ON_REQUEST = ("Deployment", "ReplicaSet", "StatefulSet")
+"""Workload kinds that get an implicit PodGroup only with drasched's :data:`GANG_MIN_MEMBER` annotation
+(``controllers/workloads/gangs.py``): without one, KAI's topology annotations have no group to go on."""
+
+
+def _check_kai_topology(o: Obj, warnings: list[str]) -> None:
+    """Say where KAI's topology annotations on a workload are not read as KAI reads them: the named
+    Topology (its levels are node label keys here), and placements on a workload that gets no PodGroup."""
+    if o.get("kind") in ("Pod", "PodGroup", "Queue", "Topology", "Workload"):
+        return
+    annotations = (o.get("metadata") or {}).get("annotations") or {}
+    name = annotations.get(KAI_TOPOLOGY_NAME)
+    if name:
+        warnings.append(f"{_what(o)}: metadata.annotations[{KAI_TOPOLOGY_NAME}] ({name}) has no meaning here (a "
+                        "named Topology object: the placement annotations are node label keys, read directly)")
+    placed = [k for k in KAI_TOPOLOGY_PLACEMENTS if annotations.get(k)]
+    if placed and o.get("kind") in GANG_ON_REQUEST and GANG_MIN_MEMBER not in annotations:
+        warnings.append(f"{_what(o)}: metadata.annotations[{placed[0]}] is not read: a {o['kind']} gets a PodGroup, "
+                        f"whose topology it would set, only with the annotation {GANG_MIN_MEMBER}")
+
+
+# ---- kubernetes-sigs/scheduler-plugins (coscheduling) -----------------------------------------
+
+COSCHEDULING_READ = ("minMember", "minResources", "scheduleTimeoutSeconds")
+
+
+def coscheduling_pod_group(pg: Obj, warnings: list[str]) -> Obj:
+    """A scheduler-plugins PodGroup as a drasched PodGroup of the same namespace and name.
+
+    Its pods name it by the :data:`COSCHEDULING_POD_GROUP_LABEL` label, read as drasched's. The
+    coscheduling plugin turns a pod away while its group has fewer than ``minMember`` pods (PreFilter)
+    and holds placed pods until ``minMember`` are (Permit; pkg/coscheduling/core/core.go): drasched's
+    gang, which places ``minMember`` pods together or none. A ``minMember`` of 0 (unset) lets every pod
+    through alone: 1. The queue is the group's ``drasched.io/queue`` label, else its pods', as for an
+    upstream PodGroup; its status is scheduler-plugins' controller's, not read.
+    """
+    what = _what(pg)
+    spec = pg.get("spec") or {}
+    out: Obj = {"minMember": max(1, int(spec.get("minMember") or 1))}
+    queue = _labels(pg).get(QUEUE_LABEL)
+    if queue:
+        out["queue"] = queue
+    if spec.get("minResources"):
+        warnings.append(f"{what}: spec.minResources is not read: drasched places the group's minMember pods "
+                        "together only where what they ask fits (the coscheduling plugin's PreFilter first "
+                        "compares minResources with the cluster's free resources)")
+    if spec.get("scheduleTimeoutSeconds") is not None:
+        warnings.append(f"{what}: spec.scheduleTimeoutSeconds has no meaning here: drasched places a group's "
+                        "minMember pods in one cycle or none, so no placed pod waits for the others (the "
+                        "coscheduling plugin's Permit waits at most that long)")
+    for k in sorted(set(spec) - set(COSCHEDULING_READ)):
+        warnings.append(f"{what}: spec.{k} has no meaning here; ignored")
+    return _drasched("PodGroup", pg, out)
+
+
+def named_pod_group(md: Obj) -> str | None:
+    """The PodGroup a pod's metadata names: drasched's ``drasched.io/pod-group`` label, else KAI's
+    ``pod-group-name`` annotation, else scheduler-plugins' ``scheduling.x-k8s.io/pod-group`` label
+    (aliases: the pod is not rewritten). Upstream's ``spec.schedulingGroup`` is the spec's, not read here."""
+    labels = md.get("labels") or {}
+    return (labels.get(POD_GROUP_LABEL) or (md.get("annotations") or {}).get(KAI_POD_GROUP_ANNOTATION)
+            or labels.get(COSCHEDULING_POD_GROUP_LABEL) or None)
+
+
+def names_pod_group(md: Obj) -> bool:
+    """Whether a pod's metadata names a PodGroup (:func:`named_pod_group`'s keys, set at all)."""
+    labels = md.get("labels") or {}
+    return (POD_GROUP_LABEL in labels or COSCHEDULING_POD_GROUP_LABEL in labels
+            or KAI_POD_GROUP_ANNOTATION in (md.get("annotations") or {}))
 
 
 # ---- helpers -----------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The JSON shapes of other schedulers' objects that :mod:`drasched.api.foreign` translates:
-the upstream gang API (``scheduling.k8s.io`` v1alpha2/v1beta1 Workload and PodGroup) and
-KAI-Scheduler's ``scheduling.run.ai`` Queue (v2) and PodGroup (v2alpha2), and its
-``kai.scheduler/v1`` Topology (set aside with a warning).
+the upstream gang API (``scheduling.k8s.io`` v1alpha2/v1beta1 Workload and PodGroup),
+KAI-Scheduler's ``scheduling.run.ai`` Queue (v2) and PodGroup (v2alpha2) and its
+``kai.scheduler/v1`` Topology (set aside with a warning), and scheduler-plugins'
+``scheduling.x-k8s.io/v1alpha1`` PodGroup (the coscheduling plugin's).
 
 They are decoded before translation, as their own API servers would decode them, so the
 translation only reads well-typed fields. Only the fields the translation reads are
@@ -181,6 +182,21 @@ class KaiTopology(View):
     spec: KaiTopologySpec = msgspec.field(default_factory=KaiTopologySpec)
 
 
+class CoschedulingPodGroupSpec(View):
+    """scheduler-plugins' ``PodGroupSpec`` (apis/scheduling/v1alpha1/types.go)."""
+
+    min_member: Int32 | None = None
+    min_resources: dict[str, Any] = {}
+    schedule_timeout_seconds: Int32 | None = None
+
+
+class CoschedulingPodGroup(View):
+    """``scheduling.x-k8s.io/v1alpha1`` PodGroup, the coscheduling plugin's gang."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: CoschedulingPodGroupSpec = msgspec.field(default_factory=CoschedulingPodGroupSpec)
+
+
 FOREIGN_VIEWS: dict[tuple[str, str], type[View]] = {
     ("scheduling.k8s.io/v1alpha2", "Workload"): Workload,
     ("scheduling.k8s.io/v1beta1", "Workload"): WorkloadV1beta1,
@@ -189,6 +205,7 @@ FOREIGN_VIEWS: dict[tuple[str, str], type[View]] = {
     ("scheduling.run.ai/v2", "Queue"): KaiQueue,
     ("scheduling.run.ai/v2alpha2", "PodGroup"): KaiPodGroup,
     ("kai.scheduler/v1", "Topology"): KaiTopology,
+    ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): CoschedulingPodGroup,
 }
 
 

@@ -26,13 +26,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from drasched.api.foreign import KAI_QUEUE_LABELS
+from drasched.api.foreign import KAI_QUEUE_LABELS, names_pod_group
 
 Obj = dict[str, Any]
 
 POD_GROUP_LABEL = "drasched.io/pod-group"
-KAI_POD_GROUP_ANNOTATION = "pod-group-name"
-"""KAI-Scheduler's way for a pod to name its PodGroup, read as an alias of the label."""
 IMPLICIT_GANG_ANNOTATION = "drasched.io/implicit-gang"
 """Set by the implicit-gang controller on a pod it leaves without a group (value: ``none``)."""
 NO_GANG = "none"
@@ -50,13 +48,13 @@ controller where the pod's own ownerReferences stop short of it (a ReplicaSet's 
 def awaited_gang(pod: Obj) -> str | None:
     """``<Kind> <namespace>/<name>`` of the workload whose implicit PodGroup ``pod`` still
     waits for, or None when it waits for none: it names a group itself (the
-    ``drasched.io/pod-group`` label, KAI-Scheduler's ``pod-group-name`` annotation, or upstream's
-    ``spec.schedulingGroup`` / ``spec.workloadRef``), it is bound, the controller left it without one, or its
+    ``drasched.io/pod-group`` label, KAI-Scheduler's ``pod-group-name`` annotation, scheduler-plugins'
+    ``scheduling.x-k8s.io/pod-group`` label, or upstream's ``spec.schedulingGroup`` /
+    ``spec.workloadRef``), it is bound, the controller left it without one, or its
     controller is not a kind that implies a gang."""
     md = pod.get("metadata") or {}
     annotations = md.get("annotations") or {}
-    if POD_GROUP_LABEL in (md.get("labels") or {}) or IMPLICIT_GANG_ANNOTATION in annotations \
-            or KAI_POD_GROUP_ANNOTATION in annotations:
+    if names_pod_group(md) or IMPLICIT_GANG_ANNOTATION in annotations:
         return None
     spec = pod.get("spec") or {}
     if spec.get("schedulingGroup") or spec.get("workloadRef") or spec.get("nodeName"):
@@ -87,7 +85,7 @@ def awaited_top_owner(pod: Obj) -> str | None:
     spec = pod.get("spec") or {}
     if spec.get("priorityClassName") or spec.get("nodeName") or spec.get("schedulingGroup"):
         return None
-    if POD_GROUP_LABEL in labels or KAI_POD_GROUP_ANNOTATION in annotations:
+    if names_pod_group(md):
         return None
     ref = next((r for r in md.get("ownerReferences") or [] if isinstance(r, dict) and r.get("controller")), None)
     if ref is None or ref.get("kind") != "ReplicaSet":

@@ -105,8 +105,10 @@ UPSTREAM_WORKLOAD_V1ALPHA2 = ResourceType("scheduling.k8s.io", "v1alpha2", "Work
 """The gang API as Kubernetes 1.36 serves it (1.37: v1beta1)."""
 KAI_QUEUE = ResourceType("scheduling.run.ai", "v2", "Queue", "queues", False)
 KAI_POD_GROUP = ResourceType("scheduling.run.ai", "v2alpha2", "PodGroup", "podgroups", True)
+COSCHEDULING_POD_GROUP = ResourceType("scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups", True)
+"""kubernetes-sigs/scheduler-plugins' PodGroup (its coscheduling plugin; apis/scheduling/v1alpha1)."""
 FOREIGN: tuple[ResourceType, ...] = (UPSTREAM_WORKLOAD, UPSTREAM_POD_GROUP, UPSTREAM_WORKLOAD_V1ALPHA2,
-                                     UPSTREAM_POD_GROUP_V1ALPHA2, KAI_QUEUE, KAI_POD_GROUP)
+                                     UPSTREAM_POD_GROUP_V1ALPHA2, KAI_QUEUE, KAI_POD_GROUP, COSCHEDULING_POD_GROUP)
 # Workloads: the embedded control plane runs their controllers (drasched.controllers.workloads).
 JOB = ResourceType("batch", "v1", "Job", "jobs", True)
 DEPLOYMENT = ResourceType("apps", "v1", "Deployment", "deployments", True)

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from drasched.api.foreign import named_pod_group
 from drasched.api.meta import controller_uid
 
 Obj = dict[str, Any]
@@ -76,11 +77,11 @@ def group_entry_for(pod_entry: Obj, group: Obj | None) -> Obj | None:
 
 
 def pod_group_name(pod: Obj) -> str | None:
-    """The PodGroup a pod joins: its label (or KAI-Scheduler's ``pod-group-name`` annotation, an
-    alias), else its upstream ``spec.schedulingGroup.podGroupName`` (an upstream PodGroup is read
-    as a drasched PodGroup of the same name), or None."""
-    md = pod.get("metadata") or {}
-    label = (md.get("labels") or {}).get(POD_GROUP_LABEL) or (md.get("annotations") or {}).get("pod-group-name")
+    """The PodGroup a pod joins: its label (or an alias: KAI-Scheduler's ``pod-group-name``
+    annotation, scheduler-plugins' ``scheduling.x-k8s.io/pod-group`` label), else its upstream
+    ``spec.schedulingGroup.podGroupName`` (an upstream PodGroup is read as a drasched PodGroup of
+    the same name), or None."""
+    label = named_pod_group(pod.get("metadata") or {})
     return label or ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") or None
 
 

@@ -1,7 +1,8 @@
 """Other schedulers' objects, read from a live API server, kept as drasched's own.
 
-``drasched serve`` reads the upstream gang API (``scheduling.k8s.io`` PodGroup and Workload)
-and KAI-Scheduler's ``scheduling.run.ai`` Queue and PodGroup where the server serves them.
+``drasched serve`` reads the upstream gang API (``scheduling.k8s.io`` PodGroup and Workload),
+KAI-Scheduler's ``scheduling.run.ai`` Queue and PodGroup and scheduler-plugins'
+``scheduling.x-k8s.io`` PodGroup (coscheduling) where the server serves them.
 The scheduler cache keeps each one translated, once per object version, by the pure
 functions of :mod:`drasched.api.foreign`, under drasched's own PodGroup and Queue kinds: the
 snapshot builder and its change log see one PodGroup kind and one Queue kind, whatever
@@ -13,7 +14,7 @@ PodGroup's ``status`` (``resourceClaimStatuses`` names its claims from templates
 ``resourceVersion`` that changes with the source or the Workload it reads.
 
 Where two objects claim one name, drasched's own object wins, then the upstream PodGroup,
-then KAI's; the one that lost is reported once per version of the pair, naming both objects
+then KAI's, then scheduler-plugins'; the one that lost is reported once per version of the pair, naming both objects
 (docs/design.md, "Other schedulers' objects"). No I/O here: the cache feeds the objects in
 and the scheduler controller turns :meth:`ForeignIntake.take_problems` into Events.
 """
@@ -36,6 +37,7 @@ TARGET_OF: dict[ResourceType, ResourceType] = {
     kinds.UPSTREAM_POD_GROUP: kinds.POD_GROUP,
     kinds.UPSTREAM_POD_GROUP_V1ALPHA2: kinds.POD_GROUP,
     kinds.KAI_POD_GROUP: kinds.POD_GROUP,
+    kinds.COSCHEDULING_POD_GROUP: kinds.POD_GROUP,
     kinds.KAI_QUEUE: kinds.QUEUE,
 }
 """Each translated kind and the drasched kind it is kept as, in precedence order."""
@@ -85,6 +87,8 @@ def translate_one(rt: ResourceType, obj: Obj, workloads: Mapping[str, Obj]) -> t
         out = foreign.upstream_pod_group(src, dict(workloads), warnings)
     elif rt == kinds.KAI_QUEUE:
         out = foreign.kai_queue(src, warnings)
+    elif rt == kinds.COSCHEDULING_POD_GROUP:
+        out = foreign.coscheduling_pod_group(src, warnings)
     else:
         out = foreign.kai_pod_group(src, warnings)
     md = out["metadata"]
@@ -273,7 +277,7 @@ class ForeignIntake:
             self._report(rt, f"{key}#conflict", loser, [(
                 "NameConflict",
                 f"{_what(source_of(loser))}: ignored: {_what(source_of(winner))} has the same {field} and wins "
-                f"(drasched's own objects win, then the upstream PodGroup, then KAI's)")])
+                f"(drasched's own objects win, then the upstream PodGroup, then KAI's, then scheduler-plugins')")])
         return winner
 
     def _report(self, rt: ResourceType, slot: str, obj: Obj, items: list[tuple[str, str]]) -> None:

@@ -4,7 +4,9 @@ A translated PodGroup or Queue (:mod:`drasched.scheduler.foreign_intake`) does n
 server as a drasched object, so nothing is ever written to one: Events name the object it
 was translated from, an upstream PodGroup gets the ``PodGroupInitiallyScheduled`` condition
 kube-scheduler writes, and a KAI Queue gets no status (KAI's own queue controller writes it,
-in KAI's units). The I/O edge of the translation; the decisions are pure functions there.
+in KAI's units), nor does a KAI or scheduler-plugins PodGroup (KAI's scheduler writes the one's,
+scheduler-plugins' PodGroup controller the other's: pkg/controllers/podgroup_controller.go).
+The I/O edge of the translation; the decisions are pure functions there.
 """
 
 from __future__ import annotations

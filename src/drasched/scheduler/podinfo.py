@@ -7,7 +7,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from drasched.api.foreign import KAI_POD_GROUP_ANNOTATION, KAI_PRIORITY_LABEL, KAI_QUEUE_LABELS, group_kind
+from drasched.api.foreign import (
+    COSCHEDULING_POD_GROUP_LABEL,
+    KAI_POD_GROUP_ANNOTATION,
+    KAI_PRIORITY_LABEL,
+    KAI_QUEUE_LABELS,
+    group_kind,
+    named_pod_group,
+)
 from drasched.api.implicitgang import TOP_OWNER_ANNOTATION
 from drasched.quantity import QuantityError
 from drasched.scheduler.claims import ClaimEntry, claim_entries
@@ -165,20 +172,29 @@ def top_owner_kind(md: Obj) -> str:
 
 
 def group_label(md: Obj) -> str | None:
-    """The PodGroup a pod's metadata names: its ``drasched.io/pod-group`` label, else
-    KAI-Scheduler's ``pod-group-name`` annotation (an alias)."""
-    return ((md.get("labels") or {}).get(POD_GROUP_LABEL)
-            or (md.get("annotations") or {}).get(KAI_POD_GROUP_ANNOTATION) or None)
+    """The PodGroup a pod's metadata names: its ``drasched.io/pod-group`` label, else an alias:
+    KAI-Scheduler's ``pod-group-name`` annotation, scheduler-plugins' ``scheduling.x-k8s.io/pod-group`` label."""
+    return named_pod_group(md)
+
+
+def _group_key_of(md: Obj, group: str) -> str:
+    """Where the metadata names ``group``, for a message: ``label drasched.io/pod-group`` or an alias."""
+    labels = md.get("labels") or {}
+    if labels.get(POD_GROUP_LABEL) == group:
+        return f"label {POD_GROUP_LABEL}"
+    if (md.get("annotations") or {}).get(KAI_POD_GROUP_ANNOTATION) == group:
+        return f"annotation {KAI_POD_GROUP_ANNOTATION}"
+    return f"label {COSCHEDULING_POD_GROUP_LABEL}"
 
 
 def joined_group(md: Obj, spec: Obj) -> tuple[str | None, str | None]:
-    """The PodGroup a pod joins: its ``drasched.io/pod-group`` label (or KAI's ``pod-group-name``
-    annotation) or its upstream ``spec.schedulingGroup.podGroupName`` (docs/design.md, "One
-    gang per pod"), and the error when it names both."""
+    """The PodGroup a pod joins: its ``drasched.io/pod-group`` label (or an alias, :func:`group_label`)
+    or its upstream ``spec.schedulingGroup.podGroupName`` (docs/design.md, "One gang per pod"), and the
+    error when it names both."""
     ours = group_label(md)
     upstream = (spec.get("schedulingGroup") or {}).get("podGroupName") or None
     if ours and upstream:
-        return None, (f"{INVALID_POD_GROUP}: the pod names two PodGroups, {ours} (label {POD_GROUP_LABEL}) and "
+        return None, (f"{INVALID_POD_GROUP}: the pod names two PodGroups, {ours} ({_group_key_of(md, ours)}) and "
                       f"{upstream} (spec.schedulingGroup.podGroupName); a pod joins one group")
     return ours or upstream, None
 
@@ -261,8 +277,8 @@ def parse_pod(key: str, obj: Obj, priority_of_class: dict[str, int], keys: PodKe
     if md.get("annotations") or spec.get("schedulingGroup"):
         group, group_error = joined_group(md, spec)
         error = error or group_error
-    else:  # joined_group's answer for a pod that can name its group only by its label
-        group = labels.get(POD_GROUP_LABEL) or None
+    else:  # joined_group's answer for a pod that can name its group only by a label
+        group = labels.get(POD_GROUP_LABEL) or labels.get(COSCHEDULING_POD_GROUP_LABEL) or None
     priority = spec.get("priority")
     if priority is None:
         priority = priority_of_class.get(spec.get("priorityClassName") or "", 0)

@@ -57,10 +57,11 @@ FOREIGN_CHOICES: tuple[tuple[ResourceType, ...], ...] = (
     (kinds.UPSTREAM_WORKLOAD, kinds.UPSTREAM_WORKLOAD_V1ALPHA2),
     (kinds.KAI_QUEUE,),
     (kinds.KAI_POD_GROUP,),
+    (kinds.COSCHEDULING_POD_GROUP,),
 )
 """Other schedulers' kinds serve reads, each in the first version served: the gang API as
 v1beta1 (Kubernetes 1.37) or v1alpha2 (1.36, same storage: never both), KAI-Scheduler's CRDs
-where installed."""
+and scheduler-plugins' PodGroup CRD (coscheduling) where installed."""
 
 
 def served_foreign_kinds(store: ClusterStore) -> tuple[ResourceType, ...]:

@@ -349,3 +349,106 @@ def test_simulate_refuses_a_1_35_workload_naming_the_versions_read(tmp_path: Pat
         f"error: {src}: document 0: Workload default/training: scheduling.k8s.io/v1alpha1 Workload is not read by "
         "drasched: write it as scheduling.k8s.io/v1beta1 (Kubernetes 1.37; also read: scheduling.k8s.io/v1alpha2 "
         "(1.36))\nerror: 1 object(s) rejected; nothing was simulated\n")
+
+
+# ---- kubernetes-sigs/scheduler-plugins (coscheduling) -------------------------------------------
+
+
+def _coscheduling_group(spec: Obj, labels: Obj | None = None) -> Obj:
+    md: Obj = {"name": "nginx", "namespace": "web"}
+    if labels:
+        md["labels"] = labels
+    return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": md, "spec": spec}
+
+
+def test_a_coscheduling_pod_group_is_a_drasched_gang_of_its_min_member() -> None:
+    """scheduler-plugins' PodGroup (apis/scheduling/v1alpha1): minMember is the gang; the queue, which it
+    has no field for, is its drasched.io/queue label, as for an upstream PodGroup."""
+    from drasched.api.foreign_shapes import decode_foreign
+
+    pg = _coscheduling_group({"minMember": 3}, {"drasched.io/queue": "team-a"})
+    assert decode_foreign(pg), "read, not refused as a kind no one registered"
+    out = translate([pg])
+    assert out.warnings == []
+    (group,) = out.kept
+    assert (group["apiVersion"], group["kind"]) == ("scheduling.drasched.io/v1alpha1", "PodGroup")
+    assert group["metadata"]["name"] == "nginx" and group["metadata"]["namespace"] == "web"
+    assert group["metadata"]["annotations"] == {"drasched.io/translated-from": "scheduling.x-k8s.io/v1alpha1 PodGroup"}
+    assert group["spec"] == {"minMember": 3, "queue": "team-a"}
+    assert translate([_coscheduling_group({})]).kept[0]["spec"] == {"minMember": 1}, \
+        "minMember 0 (unset): the coscheduling plugin lets every pod through alone"
+
+
+def test_coscheduling_fields_drasched_cannot_honour_warn() -> None:
+    out = translate([_coscheduling_group({"minMember": 2, "minResources": {"cpu": "6"},
+                                          "scheduleTimeoutSeconds": 10, "someNewField": True})])
+    assert out.kept[0]["spec"] == {"minMember": 2}
+    assert out.warnings == [
+        "scheduling.x-k8s.io/v1alpha1 PodGroup web/nginx: spec.minResources is not read: drasched places the group's "
+        "minMember pods together only where what they ask fits (the coscheduling plugin's PreFilter first compares "
+        "minResources with the cluster's free resources)",
+        "scheduling.x-k8s.io/v1alpha1 PodGroup web/nginx: spec.scheduleTimeoutSeconds has no meaning here: drasched "
+        "places a group's minMember pods in one cycle or none, so no placed pod waits for the others (the "
+        "coscheduling plugin's Permit waits at most that long)",
+        "scheduling.x-k8s.io/v1alpha1 PodGroup web/nginx: spec.someNewField has no meaning here; ignored",
+    ]
+
+
+def test_a_coscheduling_pod_group_label_is_drascheds_and_drasched_wins() -> None:
+    """scheduler-plugins' PodGroupLabel, ``scheduling.x-k8s.io/pod-group``, names the pod's group."""
+    from drasched.api.foreign import named_pod_group, names_pod_group
+
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "p", "namespace": "web", "labels": {"scheduling.x-k8s.io/pod-group": "nginx"}},
+           "spec": {}}
+    out = translate([pod])
+    assert out.kept[0]["metadata"]["labels"]["drasched.io/pod-group"] == "nginx" and out.warnings == []
+    assert named_pod_group(pod["metadata"]) == "nginx" and names_pod_group(pod["metadata"])
+    pod["metadata"]["labels"]["drasched.io/pod-group"] = "ours"
+    out = translate([pod])
+    assert out.kept[0]["metadata"]["labels"]["drasched.io/pod-group"] == "ours"
+    assert out.warnings == ["v1 Pod web/p: metadata.labels[scheduling.x-k8s.io/pod-group] 'nginx' ignored: "
+                            "drasched.io/pod-group says 'ours'"]
+    assert named_pod_group(pod["metadata"]) == "ours"
+    assert not names_pod_group({"labels": {"app": "x"}})
+
+
+def test_a_drasched_pod_group_of_the_same_name_wins_over_a_coscheduling_one() -> None:
+    ours = {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "nginx", "namespace": "web"}, "spec": {"minMember": 5}}
+    out = translate([ours, _coscheduling_group({"minMember": 3})])
+    assert out.objects[1] is None
+    assert out.warnings == ["scheduling.x-k8s.io/v1alpha1 PodGroup web/nginx: ignored: scheduling.drasched.io/v1alpha1 "
+                            "PodGroup of the same name exists and wins"]
+
+
+# ---- KAI-Scheduler's topology annotations on a workload -----------------------------------------
+
+
+def test_kai_topology_annotations_on_a_workload_are_its_pod_groups_topology_keys() -> None:
+    """KAI's pod grouper copies the top owner's placements into the PodGroup's topologyConstraint
+    (defaultgrouper GetPodGroupMetadata); the levels are node label keys, as drasched's keys are."""
+    from drasched.api.foreign import kai_topology_constraint
+
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "ml", "annotations": {
+        "kai.scheduler/topology": "cluster-topology",
+        "kai.scheduler/topology-required-placement": "topology.kubernetes.io/zone",
+        "kai.scheduler/topology-preferred-placement": "example.com/rack"}}, "spec": {}}
+    assert kai_topology_constraint(job) == {"requiredTopologyKey": "topology.kubernetes.io/zone",
+                                            "preferredTopologyKey": "example.com/rack"}
+    assert kai_topology_constraint({"metadata": {"annotations": {"kai.scheduler/topology": "t"}}}) == {}
+    assert translate([job]).warnings == [
+        "batch/v1 Job ml/j: metadata.annotations[kai.scheduler/topology] (cluster-topology) has no meaning here (a "
+        "named Topology object: the placement annotations are node label keys, read directly)"]
+
+
+def test_kai_topology_on_a_workload_without_a_pod_group_warns() -> None:
+    def deployment(annotations: Obj) -> Obj:
+        return {"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "web", "namespace": "ml", "annotations": annotations}, "spec": {}}
+
+    placed = {"kai.scheduler/topology-required-placement": "example.com/rack"}
+    assert translate([deployment(placed)]).warnings == [
+        "apps/v1 Deployment ml/web: metadata.annotations[kai.scheduler/topology-required-placement] is not read: a "
+        "Deployment gets a PodGroup, whose topology it would set, only with the annotation drasched.io/gang-min-member"]
+    assert translate([deployment({**placed, "drasched.io/gang-min-member": "2"})]).warnings == []

@@ -26,7 +26,8 @@ from drasched.scheduler.snapshot import SnapshotBuilder
 from tests.unit.scheduler.helpers import node, pod
 
 Obj = dict[str, Any]
-FOREIGN = (kinds.UPSTREAM_POD_GROUP, kinds.UPSTREAM_WORKLOAD, kinds.KAI_QUEUE, kinds.KAI_POD_GROUP)
+FOREIGN = (kinds.UPSTREAM_POD_GROUP, kinds.UPSTREAM_WORKLOAD, kinds.KAI_QUEUE, kinds.KAI_POD_GROUP,
+           kinds.COSCHEDULING_POD_GROUP)
 
 
 def workload(min_count: int, rv: str = "10") -> Obj:
@@ -139,7 +140,7 @@ def test_drascheds_own_podgroup_of_the_same_name_wins_and_the_upstream_one_is_re
         "scheduling.k8s.io/v1beta1",
         "scheduling.k8s.io/v1beta1 PodGroup default/workers: ignored: scheduling.drasched.io/v1alpha1 PodGroup "
         "default/workers has the same metadata.namespace/name and wins (drasched's own objects win, then the "
-        "upstream PodGroup, then KAI's)")]
+        "upstream PodGroup, then KAI's, then scheduler-plugins')")]
     gen = c.generation
     c.apply(kinds.POD_GROUP, "DELETED", drasched_group("workers", 4))
     assert c.get(kinds.POD_GROUP, "default/workers")["spec"] == {"minMember": 2}  # type: ignore[index]
@@ -320,3 +321,86 @@ def test_a_priority_class_created_after_a_pod_labelled_with_it_reaches_the_pods_
     c.apply(kinds.PRIORITY_CLASS, "ADDED", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                                             "metadata": {"name": "build"}, "value": 100})
     assert builder.build(c).groups["pod:default/p"].priority == 100
+
+
+# ---- scheduler-plugins' coscheduling PodGroup ---------------------------------------------------
+
+
+def coscheduling_group(name: str = "nginx", min_member: int = 3, rv: str = "30") -> Obj:
+    return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default", "uid": f"{name}-uid", "resourceVersion": rv},
+            "spec": {"minMember": min_member, "scheduleTimeoutSeconds": 10},
+            "status": {"phase": "Pending", "running": 0}}
+
+
+def coscheduled_pod(name: str, group: str = "nginx", created: str = "2026-01-01T00:00:01Z") -> Obj:
+    p = pod(name, gpu=1, created=created)
+    p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = group
+    return p
+
+
+def test_a_coscheduling_podgroup_is_kept_as_a_drasched_gang_and_its_pods_join_by_its_label() -> None:
+    c = cache()
+    c.apply(kinds.NODE, "ADDED", node("n1", gpu=2))
+    c.apply(kinds.QUEUE, "ADDED", {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "Queue",
+                                   "metadata": {"name": "default"}, "spec": {}})
+    c.apply(kinds.COSCHEDULING_POD_GROUP, "ADDED", coscheduling_group())
+    pg = c.get(kinds.POD_GROUP, "default/nginx")
+    assert pg is not None and pg["spec"] == {"minMember": 3}
+    assert pg["metadata"]["uid"] == "nginx-uid" and is_translated(pg)
+    assert "status" not in pg, "scheduler-plugins' controller writes its status: not read"
+    assert source_of(pg)["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
+    (problem,) = c.take_problems()
+    assert (problem.reason, problem.obj["apiVersion"]) == ("Ignored", "scheduling.x-k8s.io/v1alpha1")
+    assert "spec.scheduleTimeoutSeconds has no meaning here" in problem.message
+    for i in (1, 2):
+        c.apply(kinds.POD, "ADDED", coscheduled_pod(f"p{i}", created=f"2026-01-01T00:00:0{i}Z"))
+    info = parse_pod("default/p1", c.get(kinds.POD, "default/p1"), {})  # type: ignore[arg-type]
+    assert info.group_label == "nginx"
+    assert pod_group_name(coscheduled_pod("p1")) == "nginx", "the binder and claim controller find the group too"
+    snap = SnapshotBuilder(SchedulerConfig.embedded()).build(c)
+    g = snap.groups["default/nginx"]
+    assert (g.min_member, len(g.pods)) == (3, 2)
+    assert g.blocked == "PodGroup default/nginx has 2 pods, fewer than its minMember 3"
+    assert g.ref is not None and g.ref["apiGroup"] == "scheduling.drasched.io", \
+        "a group claim is reserved as for KAI's groups: drasched's own kind"
+
+
+def test_a_coscheduling_podgroup_gets_no_status_from_drasched() -> None:
+    """scheduler-plugins' PodGroup controller writes its phase and counts (pkg/controllers/
+    podgroup_controller.go); as for KAI's PodGroups, drasched writes none of it."""
+    c = cache()
+    c.apply(kinds.COSCHEDULING_POD_GROUP, "ADDED", coscheduling_group())
+    pg = c.get(kinds.POD_GROUP, "default/nginx")
+    assert pg is not None
+    assert initially_scheduled_patch(pg, True, "placed", "2026-01-01T00:00:00Z") is None
+    assert claim_consumer(pg) == ("scheduling.drasched.io", "podgroups")
+
+
+def test_kais_podgroup_wins_a_name_over_a_coscheduling_one() -> None:
+    c = cache()
+    c.apply(kinds.COSCHEDULING_POD_GROUP, "ADDED", coscheduling_group("job-1", 3))
+    c.apply(kinds.KAI_POD_GROUP, "ADDED", {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
+                                           "metadata": {"name": "job-1", "namespace": "default", "uid": "k",
+                                                        "resourceVersion": "7"},
+                                           "spec": {"minMember": 2}})
+    assert c.get(kinds.POD_GROUP, "default/job-1")["spec"] == {"minMember": 2}  # type: ignore[index]
+    (conflict,) = [p for p in c.take_problems() if p.reason == "NameConflict"]
+    assert conflict.obj["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
+    assert conflict.message.startswith("scheduling.x-k8s.io/v1alpha1 PodGroup default/job-1: ignored: "
+                                       "scheduling.run.ai/v2alpha2 PodGroup default/job-1 has the same "
+                                       "metadata.namespace/name and wins")
+    c.apply(kinds.KAI_POD_GROUP, "DELETED", {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
+                                             "metadata": {"name": "job-1", "namespace": "default"}})
+    assert c.get(kinds.POD_GROUP, "default/job-1")["spec"] == {"minMember": 3}  # type: ignore[index]
+
+
+def test_a_pod_naming_a_coscheduling_group_and_an_upstream_one_names_both_keys() -> None:
+    p = coscheduled_pod("p")
+    p["spec"]["schedulingGroup"] = {"podGroupName": "workers"}
+    assert parse_pod("default/p", p, {}).error == (
+        "InvalidPodGroup: the pod names two PodGroups, nginx (label scheduling.x-k8s.io/pod-group) and workers "
+        "(spec.schedulingGroup.podGroupName); a pod joins one group")
+    ours = pod("q", gpu=1, group="mine")
+    ours["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = "nginx"
+    assert parse_pod("default/q", ours, {}).group_label == "mine", "drasched's own label wins"

@@ -38,3 +38,16 @@ def test_a_forbidden_taint_rule_list_is_an_error_naming_the_grant(caplog: pytest
 
 def test_taint_rules_served_as_v1_are_read() -> None:
     assert served_taint_rules(ListOnly({})) is kinds.DEVICE_TAINT_RULE  # type: ignore[arg-type]
+
+
+def test_scheduler_plugins_podgroups_are_read_where_their_crd_is_served() -> None:
+    """scheduler-plugins' coscheduling PodGroup (``podgroups.scheduling.x-k8s.io``) is read as KAI's
+    CRDs are: only where the server serves it; without it serve carries on with the rest."""
+    from drasched.serve.main import served_foreign_kinds
+
+    missing = NotFound("the server could not find the requested resource")
+    served = served_foreign_kinds(ListOnly({kinds.KAI_QUEUE: missing}))  # type: ignore[arg-type]
+    assert served == (kinds.UPSTREAM_POD_GROUP, kinds.UPSTREAM_WORKLOAD, kinds.KAI_POD_GROUP,
+                      kinds.COSCHEDULING_POD_GROUP)
+    served = served_foreign_kinds(ListOnly({kinds.COSCHEDULING_POD_GROUP: missing}))  # type: ignore[arg-type]
+    assert kinds.COSCHEDULING_POD_GROUP not in served and kinds.KAI_QUEUE in served

@@ -28,6 +28,12 @@ the scheduler sees it (it runs earlier in every round).
   needs ``podManagementPolicy: Parallel`` for it (OrderedReady makes one pod at a time, so a
   gang would wait forever); on an OrderedReady one the annotation is ignored with a Warning.
 
+KAI-Scheduler's topology annotations on the workload at the top of the pods' owners,
+``kai.scheduler/topology-required-placement`` and ``kai.scheduler/topology-preferred-placement``
+(node label keys), become the PodGroup's ``requiredTopologyKey`` / ``preferredTopologyKey``, as KAI's
+pod grouper fills its PodGroup's ``topologyConstraint`` from them (defaultgrouper ``GetPodGroupMetadata``),
+in any queue; a LeaderWorkerSet's ``exclusive-topology`` wins over KAI's required placement.
+
 A Job or JobSet whose queue is one of KAI-Scheduler's (a ``scheduling.run.ai/v2`` Queue) is grouped
 as KAI's pod grouper groups it instead: minMember = its ``kai.scheduler/batch-min-member``
 annotation, else 1, each pod on its own (pkg/podgrouper/podgrouper/plugins/job/job_grouper.go
@@ -44,8 +50,9 @@ either, the pods' label. The priority class is the pod template's ``priorityClas
 KAI's ``priorityClassName`` label on the workload when that PriorityClass exists (KAI falls back
 to its default for a missing one: here the pods keep their own priority, or in a KAI queue take KAI's
 default class for the workload's kind, which the scheduler applies; the workload gets a Warning).
-A pod that already has the ``drasched.io/pod-group``
-label is left as it is: an explicit PodGroup always wins. A PodGroup of the workload's
+A pod that already names a PodGroup (the ``drasched.io/pod-group``
+label, or an alias: KAI's ``pod-group-name``, scheduler-plugins' ``scheduling.x-k8s.io/pod-group``)
+is left as it is: an explicit PodGroup always wins. A PodGroup of the workload's
 name that belongs to something else is not touched (a Warning event on the workload says
 so) and the pods are scheduled one by one. Grouping is switched off per kind with
 :class:`ImplicitGangs`: ``implicitGangs: {Job: false}`` in the scheduler configuration (in an
@@ -82,11 +89,12 @@ from drasched.api.foreign import (
     group_kind,
     kai_min_member,
     kai_queue_names,
+    kai_topology_constraint,
     labelled_queue,
+    names_pod_group,
 )
 from drasched.api.implicitgang import (
     IMPLICIT_GANG_ANNOTATION,
-    KAI_POD_GROUP_ANNOTATION,
     KUBEFLOW_JOB_NAME,
     KUBEFLOW_KINDS,
     LWS_NAME_LABEL,
@@ -175,6 +183,9 @@ class GangSpec:
     """A topology key every pod of the gang must share (``requiredTopologyKey``)."""
     hashed_name: str | None = None
     """The name to use when the readable one is too long for a label (default: its SHA-1)."""
+    top_owner: Obj | None = None
+    """The workload at the top of the pods' owners when it is not ``workload`` (a staged JobSet of a
+    per-Job gang): KAI's pod grouper reads its topology annotations there."""
 
     @property
     def name(self) -> str:
@@ -207,12 +218,21 @@ class GangSpec:
             spec["priorityClassName"] = template_spec["priorityClassName"]
         elif labelled and labelled in priority_classes:
             spec["priorityClassName"] = labelled
-        if self.topology_key:
-            spec["topologyConstraint"] = {"requiredTopologyKey": self.topology_key}
+        topology = self.topology_constraint()
+        if topology:
+            spec["topologyConstraint"] = topology
         return {"apiVersion": kinds.POD_GROUP.api_version, "kind": "PodGroup",
                 "metadata": {"name": self.name, "namespace": md(self.workload).get("namespace") or "default",
                              "ownerReferences": [owner_reference(self.workload)]},
                 "spec": spec}
+
+    def topology_constraint(self) -> Obj:
+        """KAI's topology annotations on the top owner (:func:`~drasched.api.foreign.kai_topology_constraint`),
+        with the workload's own required key (LeaderWorkerSet's ``exclusive-topology``) over KAI's."""
+        constraint = kai_topology_constraint(self.top_owner or self.workload)
+        if self.topology_key:
+            constraint["requiredTopologyKey"] = self.topology_key
+        return constraint
 
 
 def pod_template_of(workload: Obj) -> Obj:
@@ -419,7 +439,8 @@ class ImplicitGangController:
                     # JobSet creates only after the first stage ran. Each Job is a gang of its own.
                     self._warn(jobset, "GangPerJob", "a JobSet whose Jobs start in stages (dependsOn, "
                                "startupPolicy InOrder) is gang-scheduled one Job at a time")
-                    return GangSpec(owner, self._job_size(owner)) if self.settings.on(kind) else _off(kind)
+                    return (GangSpec(owner, self._job_size(owner), top_owner=jobset) if self.settings.on(kind)
+                            else _off(kind))
                 return GangSpec(jobset, self._jobset_size(jobset))
             return GangSpec(owner, self._job_size(owner)) if self.settings.on(kind) else _off(kind)
         if kind == "ReplicaSet":
@@ -713,8 +734,7 @@ def _wants_group(pod: Obj) -> bool:
     if is_terminal(pod) or is_deleting(pod) or spec_of(pod).get("nodeName"):
         return False
     annotations = md(pod).get("annotations") or {}
-    if POD_GROUP_LABEL in (md(pod).get("labels") or {}) or IMPLICIT_GANG_ANNOTATION in annotations \
-            or KAI_POD_GROUP_ANNOTATION in annotations:  # KAI's PodGroup name, an alias of the label
+    if names_pod_group(md(pod)) or IMPLICIT_GANG_ANNOTATION in annotations:  # the label or an alias (KAI's, ...)
         return False
     spec = spec_of(pod)
     return not (spec.get("workloadRef") or spec.get("schedulingGroup"))

@@ -406,3 +406,56 @@ def test_a_replicasets_pod_in_a_kai_queue_is_held_until_its_top_owners_kind_is_w
     pod = pod_of(ctx, "web-5d8-abcde")
     assert pod["metadata"]["annotations"] == {"drasched.io/top-owner": "Deployment.apps"}
     assert ImplicitGangGate().prepare(parse_pod("default/web-5d8-abcde", pod, {})) is None
+
+
+def test_kais_topology_annotations_on_the_job_make_the_gangs_topology_keys() -> None:
+    """KAI's pod grouper fills its PodGroup's topologyConstraint from the top owner's
+    ``kai.scheduler/topology-required-placement`` / ``-preferred-placement`` (defaultgrouper)."""
+    ctx = serve_ctx()
+    annotated = job()
+    annotated["metadata"]["annotations"] = {"kai.scheduler/topology": "cluster-topology",
+                                            "kai.scheduler/topology-required-placement": "topology.kubernetes.io/zone",
+                                            "kai.scheduler/topology-preferred-placement": "example.com/rack"}
+    ctx.store.create(annotated)
+    ctx.store.create(job_pod("train-abcde"))
+    assert ImplicitGangController().reconcile(ctx)
+    (group,) = ctx.store.list(kinds.POD_GROUP).items
+    assert group["spec"]["topologyConstraint"] == {"requiredTopologyKey": "topology.kubernetes.io/zone",
+                                                   "preferredTopologyKey": "example.com/rack"}
+
+
+def test_a_leaderworkersets_exclusive_topology_wins_over_kais_required_placement() -> None:
+    from drasched.controllers.workloads.gangs import GangSpec
+
+    annotated = lws("serve")
+    annotated["metadata"]["annotations"] = {"kai.scheduler/topology-required-placement": "example.com/block",
+                                            "kai.scheduler/topology-preferred-placement": "example.com/rack"}
+    spec = GangSpec(annotated, 2, topology_key="example.com/rack").pod_group()["spec"]
+    assert spec["topologyConstraint"] == {"requiredTopologyKey": "example.com/rack",
+                                          "preferredTopologyKey": "example.com/rack"}
+
+
+def test_a_staged_jobsets_per_job_gang_takes_kais_topology_from_the_jobset() -> None:
+    """KAI reads the annotations on the top owner, the JobSet, not on the Job it made."""
+    from drasched.controllers.workloads.gangs import GangSpec
+
+    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+              "metadata": {"name": "js", "namespace": "default",
+                           "annotations": {"kai.scheduler/topology-required-placement": "example.com/rack"}}}
+    assert GangSpec(job(), 4, top_owner=jobset).pod_group()["spec"]["topologyConstraint"] == {
+        "requiredTopologyKey": "example.com/rack"}
+    assert "topologyConstraint" not in GangSpec(job(), 4).pod_group()["spec"]
+
+
+def test_a_jobs_pod_that_names_a_coscheduling_group_gets_no_implicit_gang() -> None:
+    """scheduler-plugins' ``scheduling.x-k8s.io/pod-group`` label names the pod's group, as drasched's does."""
+    ctx = serve_ctx()
+    ctx.store.create(job())
+    pod = job_pod("train-abcde")
+    assert awaited_gang(pod) == "Job default/train"
+    pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = "nginx"
+    assert awaited_gang(pod) is None, "the scheduler does not hold it for the Job's gang"
+    ctx.store.create(pod)
+    ImplicitGangController().reconcile(ctx)
+    assert ctx.store.list(kinds.POD_GROUP).items == []
+    assert POD_GROUP_LABEL not in pod_of(ctx, "train-abcde")["metadata"]["labels"]
