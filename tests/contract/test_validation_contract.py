@@ -89,6 +89,16 @@ def stateful_set(ns: str, name: str) -> Obj:
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
 
+def daemon_set(ns: str, name: str) -> Obj:
+    spec = {key: value for key, value in deployment(ns, name)["spec"].items() if key != "replicas"}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def disruption_budget(ns: str, name: str) -> Obj:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": ns},
+            "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "train"}}}}
+
+
 def failure_policy(*rules: Obj) -> Callable[[Obj], None]:
     """A Job with ``spec.podFailurePolicy`` holding ``rules``."""
     return at("spec.podFailurePolicy", {"rules": list(rules)})
@@ -428,6 +438,36 @@ RULES = [
          "Invalid value: -1: must be greater than or equal to 0"),
     Rule("deployment-selector-not-template", deployment, at("spec.selector", {"matchLabels": {"app": "other"}}),
          "spec.template.metadata.labels", "`selector` does not match template `labels`"),
+    # pkg/apis/apps/validation ValidateRollingUpdateDeployment / ValidateRollingUpdateDaemonSet
+    Rule("deployment-surge-not-percent", deployment, at("spec.strategy", {"rollingUpdate": {"maxSurge": "x"}}),
+         "spec.strategy.rollingUpdate.maxSurge", "a valid percent string must be a numeric string"),
+    Rule("deployment-unavailable-over-100", deployment,
+         at("spec.strategy", {"rollingUpdate": {"maxUnavailable": "101%"}}),
+         "spec.strategy.rollingUpdate.maxUnavailable", 'Invalid value: "101%": must not be greater than 100%'),
+    Rule("deployment-surge-and-unavailable-zero", deployment,
+         at("spec.strategy", {"rollingUpdate": {"maxUnavailable": 0, "maxSurge": "0%"}}),
+         "spec.strategy.rollingUpdate.maxUnavailable", "Invalid value: 0: may not be 0 when `maxSurge` is 0"),
+    Rule("daemonset-negative-unavailable", daemon_set,
+         at("spec.updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": -1}}),
+         "spec.updateStrategy.rollingUpdate.maxUnavailable", "Invalid value: -1: must be greater than or equal to 0"),
+    Rule("daemonset-surge-and-unavailable", daemon_set,
+         at("spec.updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}}),
+         "spec.updateStrategy.rollingUpdate.maxSurge", "may not be set when maxUnavailable is non-zero"),
+    Rule("daemonset-surge-and-unavailable-zero", daemon_set,
+         at("spec.updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0}}),
+         "spec.updateStrategy.rollingUpdate.maxUnavailable", "cannot be 0 when maxSurge is 0"),
+    # pkg/apis/policy/validation ValidatePodDisruptionBudgetSpec
+    Rule("pdb-min-available-not-percent", disruption_budget, at("spec.minAvailable", "half"), "spec.minAvailable",
+         'Invalid value: "half": a valid percent string must be a numeric string followed by an ending'),
+    Rule("pdb-negative-max-unavailable", disruption_budget,
+         lambda obj: obj["spec"].update(minAvailable=None, maxUnavailable=-2), "spec.maxUnavailable",
+         "Invalid value: -2: must be greater than or equal to 0"),
+    Rule("pdb-min-available-over-100", disruption_budget, at("spec.minAvailable", "150%"), "spec.minAvailable",
+         "must not be greater than 100%"),
+    Rule("pdb-both-counts", disruption_budget, at("spec.maxUnavailable", 1), "spec",
+         "minAvailable and maxUnavailable cannot be both set"),
+    Rule("pdb-unknown-eviction-policy", disruption_budget, at("spec.unhealthyPodEvictionPolicy", "Never"),
+         "spec.unhealthyPodEvictionPolicy", 'Unsupported value: "Never"'),
     Rule("job-negative-completions", job, at("spec.completions", -1), "spec.completions",
          "Invalid value: -1: must be greater than or equal to 0"),
     Rule("job-completion-mode", job, at("spec.completionMode", "Sometimes"), "spec.completionMode",
@@ -599,6 +639,14 @@ ACCEPTED = [
     Rule("finalizers-standard-and-qualified", pod, at("metadata.finalizers", ["kubernetes", "example.com/x"]),
          "metadata.finalizers", ""),
     Rule("node-fractional-hugepages", node, at("status", {"capacity": {"hugepages-2Mi": "1.5"}}), "status", ""),
+    # a DaemonSet may surge instead of taking pods down; a budget may be 0 or 100%
+    Rule("daemonset-surge-only", daemon_set,
+         at("spec.updateStrategy",
+            {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": "10%"}}),
+         "spec.updateStrategy", ""),
+    Rule("pdb-max-unavailable-zero", disruption_budget,
+         lambda obj: obj["spec"].update(minAvailable=None, maxUnavailable=0), "spec.maxUnavailable", ""),
+    Rule("pdb-min-available-100-percent", disruption_budget, at("spec.minAvailable", "100%"), "spec.minAvailable", ""),
     Rule("job-failure-policy-valid", job, failure_policy(
          {"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [1, 42]}},
          {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}), "spec.podFailurePolicy", ""),

@@ -11,6 +11,11 @@ from drasched.api.errors import Cause
 from drasched.api.kinds import ResourceType
 from drasched.api.selectors import match_label_selector_object
 from drasched.api.validation.core import check_pod_spec
+from drasched.api.validation.int_or_percent import (
+    check_not_more_than_100_percent,
+    check_positive_int_or_percent,
+    int_or_percent_value,
+)
 from drasched.api.validation.job_policies import check_pod_failure_policy, check_pod_replacement_policy
 from drasched.api.validation.metadata import check_annotations, check_labels
 from drasched.api.validation.names import bad, dns1123_label_errors, not_supported, required
@@ -81,6 +86,8 @@ def validate_replicated(obj: Obj, rt: ResourceType) -> list[Cause]:
     causes = _nonnegative("spec.replicas", spec.get("replicas"))
     if rt.kind == "DaemonSet":
         causes += _check_daemon_set(spec)
+    if rt.kind == "Deployment":
+        causes += _check_deployment_rolling_update(spec)
     causes += _check_selector(spec, _EMPTY_SELECTOR_WORD.get(rt.kind))
     policy = spec.get("podManagementPolicy")
     if rt.kind == "StatefulSet" and policy and policy not in ("OrderedReady", "Parallel"):
@@ -108,6 +115,42 @@ def _check_daemon_set(spec: Obj) -> list[Cause]:
     kind = strategy.get("type") if isinstance(strategy, dict) else None
     if kind not in (None, "", "RollingUpdate", "OnDelete"):
         causes.append(not_supported("spec.updateStrategy.type", kind, ["OnDelete", "RollingUpdate"]))
+    rolling = strategy.get("rollingUpdate") if isinstance(strategy, dict) else None
+    if kind == "RollingUpdate" and isinstance(rolling, dict):
+        causes += _check_daemon_set_rolling_update(rolling, "spec.updateStrategy.rollingUpdate")
+    return causes
+
+
+def _check_deployment_rolling_update(spec: Obj) -> list[Cause]:
+    """``ValidateRollingUpdateDeployment``: counts or percentages, not both 0, at most 100%
+    unavailable (unset ones are the 25% defaults)."""
+    strategy = spec.get("strategy")
+    rolling = strategy.get("rollingUpdate") if isinstance(strategy, dict) else None
+    if not isinstance(rolling, dict):
+        return []
+    path = "spec.strategy.rollingUpdate"
+    unavailable, surge = rolling.get("maxUnavailable", "25%"), rolling.get("maxSurge", "25%")
+    causes = check_positive_int_or_percent(unavailable, f"{path}.maxUnavailable")
+    causes += check_positive_int_or_percent(surge, f"{path}.maxSurge")
+    if int_or_percent_value(unavailable) == 0 and int_or_percent_value(surge) == 0:
+        causes.append(bad(f"{path}.maxUnavailable", unavailable, "may not be 0 when `maxSurge` is 0"))
+    return causes + check_not_more_than_100_percent(unavailable, f"{path}.maxUnavailable")
+
+
+def _check_daemon_set_rolling_update(rolling: Obj, path: str) -> list[Cause]:
+    """``ValidateRollingUpdateDaemonSet``: counts or percentages of at most 100%, exactly one of
+    them non-zero (unset ones are the defaults: maxUnavailable 1, maxSurge 0)."""
+    unavailable, surge = rolling.get("maxUnavailable", 1), rolling.get("maxSurge", 0)
+    causes: list[Cause] = []
+    for key, value in (("maxUnavailable", unavailable), ("maxSurge", surge)):
+        causes += check_positive_int_or_percent(value, f"{path}.{key}")
+    for key, value in (("maxUnavailable", unavailable), ("maxSurge", surge)):
+        causes += check_not_more_than_100_percent(value, f"{path}.{key}")
+    has_unavailable, has_surge = int_or_percent_value(unavailable) != 0, int_or_percent_value(surge) != 0
+    if has_unavailable and has_surge:
+        causes.append(bad(f"{path}.maxSurge", surge, "may not be set when maxUnavailable is non-zero"))
+    elif not has_unavailable and not has_surge:
+        causes.append(required(f"{path}.maxUnavailable", "cannot be 0 when maxSurge is 0"))
     return causes
 
 
