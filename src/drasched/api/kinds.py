@@ -170,11 +170,13 @@ def for_object(obj: dict) -> ResourceType:
     rt = _BY_KIND.get((api_version, kind))
     if rt is None:
         known = _BY_KIND_ONLY.get(kind)
-        other = UNMODELED.get((api_version.rpartition("/")[0], kind))
+        group = api_version.rpartition("/")[0]
+        other = UNMODELED.get((group, kind))
         served = ", ".join(v for (v, k) in _BY_KIND if k == kind)
         hint = (f" (drasched serves {kind} as {served})" if known
                 else f" (Kubernetes serves {kind} as {other.api_version}, which drasched leaves out)" if other
-                else f": {kubeflow_hint(kind)}" if api_version.rpartition("/")[0] in KUBEFLOW_GROUPS
+                else f": {kubeflow_hint(kind)}" if group in KUBEFLOW_GROUPS
+                else f": {NVIDIA_COMPUTE_DOMAIN_HINT}" if (group, kind) == NVIDIA_COMPUTE_DOMAIN
                 else "")
         raise BadRequest(f'no kind "{kind}" is registered for version "{api_version}"{hint}')
     return rt
@@ -197,6 +199,19 @@ def kubeflow_hint(kind: str) -> str:
             "MPIJob's pods as one gang); to simulate, give those pods as the operator makes them (label "
             f"training.kubeflow.org/job-name and a controller ownerReference to the {kind}), or the same work "
             "as a batch/v1 Job or a JobSet")
+
+
+NVIDIA_COMPUTE_DOMAIN = ("resource.nvidia.com", "ComputeDomain")
+NVIDIA_COMPUTE_DOMAIN_HINT = (
+    "a ComputeDomain is NVIDIA's DRA driver's multi-node NVLink (IMEX) domain, which drasched does not run "
+    "embedded: its controller would create the workload's ResourceClaimTemplate (spec.channel."
+    "resourceClaimTemplate.name, one request 'channel' of DeviceClass "
+    "compute-domain-default-channel.nvidia.com) and the IMEX daemons, and the compute-domain.nvidia.com "
+    "kubelet plugin would publish the channel devices. To simulate, give that ResourceClaimTemplate, the "
+    "DeviceClass and ResourceSlices of driver compute-domain.nvidia.com with the channel devices yourself, "
+    "or leave the ComputeDomain and its claims out")
+"""Why NVIDIA's ``resource.nvidia.com`` ComputeDomain is refused, and what to give instead (its
+controller's template: NVIDIA/k8s-dra-driver-gpu templates/compute-domain-workload-claim-template)."""
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,20 @@ def test_a_trainjob_is_refused_pointing_at_the_jobset_trainer_makes(tmp_path: Pa
     assert "to simulate, give that JobSet (jobset.x-k8s.io/v1alpha2 or v1), or its Jobs or pods" in message
 
 
+def test_an_nvidia_compute_domain_is_refused_saying_what_its_controller_would_create(tmp_path: Path) -> None:
+    f = tmp_path / "cd.yaml"
+    f.write_text("apiVersion: resource.nvidia.com/v1beta1\nkind: ComputeDomain\n"
+                 "metadata: {name: imex, namespace: default}\n"
+                 "spec: {numNodes: 2, channel: {resourceClaimTemplate: {name: imex-channel-0}}}\n")
+    with pytest.raises(ManifestError) as err:
+        load_paths([str(f)])
+    message = str(err.value)
+    assert 'ComputeDomain default/imex: no kind "ComputeDomain" is registered for version ' \
+           '"resource.nvidia.com/v1beta1": a ComputeDomain is NVIDIA\'s DRA driver\'s multi-node NVLink (IMEX) ' \
+           "domain, which drasched does not run embedded" in message
+    assert "DeviceClass compute-domain-default-channel.nvidia.com" in message
+
+
 def test_other_unknown_kinds_keep_the_plain_message() -> None:
     with pytest.raises(BadRequest) as err:
         kinds.for_object({"apiVersion": "example.com/v1", "kind": "Widget"})
