@@ -17,6 +17,10 @@ mock GPUs reads like one against real ones:
 Opaque configuration (``apiVersion: gpu.drasched.io/v1alpha1``, ``kind: GpuConfig``)
 selects a sharing strategy; it is checked at prepare time and a bad one fails that claim
 with a message naming the field.
+
+Under NVIDIA's driver name the same mock GPUs are published, configured and prepared as
+NVIDIA's DRA driver does: :mod:`drasched.node.nvidia_gpu`. This driver's shape stays the
+mock's own (``architecture`` follows ``compute_capability``, whatever the model).
 """
 
 from __future__ import annotations

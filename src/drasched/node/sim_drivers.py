@@ -16,6 +16,24 @@ default ``gpu.drasched.io``). Booleans are ``true``/``false``; a bare ``partitio
 ResourceSlice holds), ``computeCapability`` is ``MAJOR.MINOR`` and ``driverVersion``
 dotted numbers; anything else is refused with the event below, never half-built.
 
+**``driver=gpu.nvidia.com``: NVIDIA's DRA driver.** The node then runs
+:class:`~drasched.node.nvidia_gpu.NvidiaGpuDriver`, which publishes and prepares devices as
+NVIDIA's GPU kubelet plugin does (attributes and MIG devices of its ``deviceinfo.go``, its
+``resource.nvidia.com/v1beta1`` ``GpuConfig``/``MigDeviceConfig``; see that module), so
+NVIDIA's published examples run unchanged. ``memory``, ``computeCapability`` and
+``migCapable`` default to what the model has (``model=NVIDIA A100-SXM4-40GB``: 40Gi, 8.0,
+MIG) instead of the mock's defaults; ``partitions`` publishes the MIG devices of the
+driver's partitionable announcement. The annotation stands for "the driver is installed":
+when such a driver first starts, the DeviceClasses NVIDIA's helm chart installs
+(``gpu.nvidia.com``, ``mig.nvidia.com``) are created, each only if no DeviceClass of that
+name exists (a user-written one wins and is never changed), once per run (one the user
+deletes later stays deleted, as after a chart install); the decision record says which were
+created (``create-device-class``) and which were kept (``keep-device-class``). Their
+``creationTimestamp`` is a second before every other DeviceClass's, as the chart came first:
+a user's class that shares their ``extendedResourceName`` (NVIDIA's MIG-profile examples give
+``nvidia.com/gpu`` to a class of their own) is the later one, which upstream picks. The default
+driver installs no class: its DeviceClass is the user's to write.
+
 **Why an annotation and not a ``SimulatedDriver`` object.** Every option of the mock
 driver is a scalar, so one ``key=value`` list expresses all of them; the inventory then
 lives on the Node it describes (no second object to keep in step with the node's name, no
@@ -41,6 +59,7 @@ owned by the run, removed by :meth:`SimNodeDrivers.close` (or when the object is
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 import shutil
@@ -48,14 +67,18 @@ import tempfile
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from drasched.api.errors import ApiError
+from drasched.api import kinds
+from drasched.api.errors import AlreadyExists, ApiError, NotFound
+from drasched.api.meta import format_time, parse_time
 from drasched.control import ControllerContext
 from drasched.node.client import KubeletPluginClient, register
 from drasched.node.gpu_driver import DRIVER_NAME, GpuDriver, MockGpuConfig
 from drasched.node.inprocess import DriverRegistry, start_driver, stop_driver
+from drasched.node.nvidia_gpu import NVIDIA_DRIVER_NAME, NvidiaGpuDriver, gpu_model, model_memory, nvidia_device_classes
 from drasched.node.plugin import KubeletPlugin
 from drasched.node.publisher import MAX_DEVICES, PublishError, SlicePublisher
 from drasched.node.server import PluginServer
@@ -91,12 +114,23 @@ class SimGpus:
     shared: bool = False
 
     def driver(self, node_name: str) -> GpuDriver:
-        """The mock driver for ``node_name`` (raises ValueError on a bad memory or version)."""
+        """The mock driver for ``node_name`` (raises ValueError on a bad memory or version);
+        NVIDIA's stand-in (:class:`~drasched.node.nvidia_gpu.NvidiaGpuDriver`) under ``gpu.nvidia.com``."""
         cfg = MockGpuConfig(count=self.count, model=self.model, memory=self.memory,
                             driver_version=self.driver_version, compute_capability=self.compute_capability,
                             mig_capable=self.mig_capable)
-        return GpuDriver.mock(node_name, cfg, name=self.driver_name, partitions=self.partitions,
-                              shared=self.shared)
+        cls = NvidiaGpuDriver if self.driver_name == NVIDIA_DRIVER_NAME else GpuDriver
+        return cls.mock(node_name, cfg, name=self.driver_name, partitions=self.partitions, shared=self.shared)
+
+    def describe(self) -> str:
+        """What the driver publishes, for the decision record."""
+        text = f"{self.count} mock GPU(s) ({self.model}, {self.memory})"
+        if self.driver_name == NVIDIA_DRIVER_NAME and self.partitions:
+            model = gpu_model(self.model)
+            text += (", no MIG devices (migCapable=false)" if not self.mig_capable
+                     else " with their MIG devices (partitionable)" if model and model.mig
+                     else ", no MIG devices (no MIG profiles modeled for this model)")
+        return text
 
 
 def parse_sim_gpus(text: str) -> SimGpus:
@@ -143,6 +177,14 @@ def parse_sim_gpus(text: str) -> SimGpus:
         raise ValueError(f"computeCapability must be MAJOR.MINOR (such as 9.0), not {values['computeCapability']!r}")
     if "driverVersion" in values and not _DRIVER_VERSION.fullmatch(values["driverVersion"]):
         raise ValueError(f"driverVersion must be dotted numbers (such as 550.54.15), not {values['driverVersion']!r}")
+    if kwargs.get("driver_name") == NVIDIA_DRIVER_NAME:
+        # NVML reports what the model has: unless given, memory, compute capability and MIG come from it.
+        model_name = kwargs.get("model", MockGpuConfig.model)
+        model = gpu_model(model_name)
+        if model is not None:
+            kwargs.setdefault("memory", model_memory(model_name))
+            kwargs.setdefault("compute_capability", model.compute_capability)
+            kwargs.setdefault("mig_capable", model.mig is not None)
     return SimGpus(**kwargs)
 
 
@@ -182,6 +224,22 @@ class _Sockets:
             self.root = None
 
 
+def _installed_before(ctx: ControllerContext) -> str:
+    """A chart-installed class's creationTimestamp: a second before every DeviceClass the
+    store holds (and before now), since the chart was installed before the user's objects.
+    Upstream picks the class created later among those sharing an ``extendedResourceName``
+    (DeviceClassSpec.extendedResourceName), so a user's class with NVIDIA's
+    ``nvidia.com/gpu`` (the chart's MIG-profile examples) wins over the chart's, as in a
+    cluster where the chart came first."""
+    times = [ctx.now()]
+    for existing in ctx.store.list(kinds.DEVICE_CLASS).items:
+        stamp = (existing.get("metadata") or {}).get("creationTimestamp")
+        if isinstance(stamp, str) and stamp:
+            with contextlib.suppress(ValueError):
+                times.append(parse_time(stamp))
+    return format_time(min(times) - timedelta(seconds=1))
+
+
 class SimNodeDrivers:
     """Keeps each annotated node's mock driver in step with its annotation (start once,
     republish on change, stop when gone); the plugins go into ``registry``, in process or,
@@ -194,6 +252,7 @@ class SimNodeDrivers:
         self._warned: dict[tuple[str, str], str] = {}
         self._socks = _Sockets()
         self._seq = itertools.count(1)
+        self._classes_done: set[str] = set()
         self._finalizer = weakref.finalize(self, _Sockets.close, self._socks)
 
     def close(self) -> None:
@@ -242,13 +301,15 @@ class SimNodeDrivers:
                     self._running[name] = _Running(uid, spec, plugin)
                     if self.sockets:
                         self._serve(name, plugin)
-                    ctx.decide(COMPONENT, "start-driver", node, f"driver {spec.driver_name} publishes "
-                               f"{spec.count} mock GPU(s) ({spec.model}, {spec.memory})")
+                    ctx.decide(COMPONENT, "start-driver", node,
+                               f"driver {spec.driver_name} publishes {spec.describe()}")
+                    if spec.driver_name == NVIDIA_DRIVER_NAME:
+                        self._install_classes(ctx, name)
                 else:
                     self._republish(ctx, current, driver)
                     current.spec = spec
-                    ctx.decide(COMPONENT, "republish-driver", node, f"driver {spec.driver_name} now publishes "
-                               f"{spec.count} mock GPU(s) ({spec.model}, {spec.memory})")
+                    ctx.decide(COMPONENT, "republish-driver", node,
+                               f"driver {spec.driver_name} now publishes {spec.describe()}")
             except (PublishError, ApiError) as exc:
                 self._warn(ctx, node, "FailedPublishResourceSlices",
                            f"driver {spec.driver_name}: cannot publish ResourceSlices: {exc}")
@@ -257,6 +318,39 @@ class SimNodeDrivers:
         for name in sorted(set(self._running) - seen):
             changed |= self._stop(ctx, name, "node deleted")
         return changed
+
+    def _install_classes(self, ctx: ControllerContext, node_name: str) -> None:
+        """Create the DeviceClasses NVIDIA's chart installs, once per run and only where absent:
+        a class of the same name the user wrote (or deleted after we made it) is left alone."""
+        for cls in nvidia_device_classes():
+            name = cls["metadata"]["name"]
+            if name in self._classes_done:
+                continue
+            self._classes_done.add(name)
+            try:
+                ctx.store.get(kinds.DEVICE_CLASS, name)
+            except NotFound:
+                pass
+            else:
+                ctx.decide(COMPONENT, "keep-device-class", f"DeviceClass/{name}",
+                           f"DeviceClass {name} already exists: kept as written, not replaced by the one "
+                           f"driver {NVIDIA_DRIVER_NAME}'s helm chart installs")
+                continue
+            cls["metadata"]["creationTimestamp"] = _installed_before(ctx)
+            try:
+                created = ctx.store.create(cls)
+            except AlreadyExists:
+                continue
+            except ApiError as exc:  # the driver runs all the same; the claims of that class wait
+                ctx.decide(COMPONENT, "FailedCreateDeviceClass", f"DeviceClass/{name}",
+                           f"driver {NVIDIA_DRIVER_NAME}: cannot create DeviceClass {name}: {exc}")
+                continue
+            expr = cls["spec"]["selectors"][0]["cel"]["expression"]
+            extended = cls["spec"].get("extendedResourceName")
+            ctx.decide(COMPONENT, "create-device-class", created,
+                       f"driver {NVIDIA_DRIVER_NAME} started on node {node_name}: DeviceClass {name} created as "
+                       f"its helm chart installs it (selector {expr}"
+                       + (f", extendedResourceName {extended})" if extended else ")"))
 
     def stop_all(self, ctx: ControllerContext) -> None:
         """Stop every driver (deregister, delete its slices)."""
