@@ -17,6 +17,7 @@ from typing import Any
 
 from drasched.node import gpu_driver
 from drasched.node.gpu_driver import GpuDriver, MockGpuConfig
+from drasched.node.nvidia_gpu import NVIDIA_DRIVER_NAME, NvidiaGpuDriver, gpu_model, model_memory
 from drasched.node.publisher import PublishError, SlicePublisher
 
 
@@ -41,10 +42,12 @@ def register(sub: Any) -> None:
     gpu.set_defaults(source="mock")
     gpu.add_argument("--count", type=int, default=8, help="mock GPUs per node (default 8)")
     gpu.add_argument("--model", default=MockGpuConfig.model, help="mock GPU product name")
-    gpu.add_argument("--memory", default=MockGpuConfig.memory, help="mock GPU memory (a quantity, default 80Gi)")
+    gpu.add_argument("--memory", help="mock GPU memory (a quantity; default 80Gi, or the model's under "
+                                      "--driver-name gpu.nvidia.com)")
     gpu.add_argument("--driver-version", default=MockGpuConfig.driver_version, help="mock NVIDIA driver version")
-    gpu.add_argument("--compute-capability", default=MockGpuConfig.compute_capability,
-                     help="mock CUDA compute capability")
+    gpu.add_argument("--compute-capability",
+                     help="mock CUDA compute capability (default 9.0, or the model's under "
+                          "--driver-name gpu.nvidia.com)")
     gpu.add_argument("--partitions", action="store_true",
                      help="offer MIG-like partitions as partitionable devices with shared counters (mock only)")
     gpu.add_argument("--shared", action="store_true",
@@ -72,9 +75,17 @@ def build_driver(args: argparse.Namespace) -> GpuDriver:
     common: dict[str, Any] = {"name": args.driver_name, "partitions": args.partitions, "shared": args.shared}
     if source == "nvml":
         return GpuDriver.from_nvml(**common)
-    cfg = MockGpuConfig(count=args.count, model=args.model, memory=args.memory,
-                        driver_version=args.driver_version, compute_capability=args.compute_capability)
-    return GpuDriver.mock(args.node, cfg, **common)
+    memory, capability = args.memory, args.compute_capability
+    model = gpu_model(args.model) if args.driver_name == NVIDIA_DRIVER_NAME else None
+    if model is not None:  # NVML reports what the model has, as the simulated nodes' annotation reads it
+        memory = memory or model_memory(args.model)
+        capability = capability or model.compute_capability
+    cfg = MockGpuConfig(count=args.count, model=args.model, memory=memory or MockGpuConfig.memory,
+                        driver_version=args.driver_version,
+                        compute_capability=capability or MockGpuConfig.compute_capability)
+    # under NVIDIA's name the mock publishes and accepts what NVIDIA's driver does (nvidia_gpu.py)
+    mock = NvidiaGpuDriver if args.driver_name == NVIDIA_DRIVER_NAME else GpuDriver
+    return mock.mock(args.node, cfg, **common)
 
 
 def cmd_gpu(args: argparse.Namespace) -> int:

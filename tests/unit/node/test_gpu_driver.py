@@ -241,3 +241,20 @@ def test_device_classes_select_whole_gpus_or_partitions() -> None:
 
     assert chosen(whole) == ["gpu-0"]
     assert len(chosen(part)) == 12 and "gpu-0" not in chosen(part)
+
+
+def test_print_slices_under_nvidias_name_publishes_as_nvidias_driver(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--driver-name gpu.nvidia.com`` runs the mock as NVIDIA's driver (nvidia_gpu.py): the
+    model's architecture, compute capability and memory, not the plain mock's defaults."""
+    assert main(["driver", "gpu", "--node", "n", "--print-slices", "--count", "1", "--driver-name", "gpu.nvidia.com",
+                 "--model", "NVIDIA A100-SXM4-40GB"]) == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    (slice_,) = [d for d in docs if d["kind"] == "ResourceSlice"]
+    device = slice_["spec"]["devices"][0]
+    assert device["attributes"]["architecture"] == {"string": "Ampere"}
+    assert device["attributes"]["cudaComputeCapability"] == {"version": "8.0.0"}
+    assert device["capacity"]["memory"] == {"value": "40Gi"}
+    # the plain mock keeps its defaults
+    assert main(["driver", "gpu", "--node", "n", "--print-slices", "--count", "1"]) == 0
+    (slice_,) = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d["kind"] == "ResourceSlice"]
+    assert slice_["spec"]["devices"][0]["capacity"]["memory"] == {"value": MockGpuConfig.memory}
