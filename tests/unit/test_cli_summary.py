@@ -74,3 +74,31 @@ def test_the_stderr_summary_names_a_device_class_whose_extended_resource_name_an
     assert ("  warning DeviceClass/mig-1g.gpu.nvidia.com: extendedResourceName nvidia.com/gpu is also set on "
             "DeviceClass gpu.nvidia.com, which serves it") in err
     assert "warning DeviceClass/gpu.nvidia.com:" not in err
+
+
+def test_a_pod_whose_claims_cannot_be_prepared_is_pending_and_says_why(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Upstream's kubelet keeps such a pod Pending (containers waiting in ContainerCreating) and says
+    why only in its FailedPrepareDynamicResources Warning: the table, the stderr summary and the
+    report say it from there, the reason first, then the end of the driver's error."""
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "node" / \
+        "008-prepare-error-keeps-pods-pending-without-churn.yaml"
+    src = tmp_path / "in.yaml"
+    src.write_text(yaml.safe_dump_all([d for d in yaml.safe_load_all(scenario.read_text())
+                                       if d and d["kind"] != "Scenario"], sort_keys=False))
+    report = tmp_path / "report.md"
+    assert main(["simulate", str(src), "--report", str(report)]) == 0
+    captured = capsys.readouterr()
+    out = captured.out.splitlines()
+    rows = out[1:-1]
+    assert len(rows) == 3
+    for row in rows:
+        assert row.split()[4:6] == ["Pending", "FailedPrepareDynamicResources:"]
+        assert row.endswith("...ing.strategy must be TimeSlicing or SpacePartitioning, not 'Magic'")  # cut to width
+    assert out[-1].startswith("3 pods (3 Pending); 3 of 3 ResourceClaims allocated;")
+    assert out[-1].endswith("quiescent")
+    pending = [line for line in captured.err.splitlines() if line.startswith("  pending default/bare on gpu-node: ")]
+    assert len(pending) == 1 and "FailedPrepareDynamicResources: ResourceClaim default/bare-gpu-" in pending[0]
+    assert "(3 Pending)" in captured.err
+    text = report.read_text()
+    assert "## Pending pods" in text and "| default/bare | FailedPrepareDynamicResources: " in text

@@ -37,15 +37,27 @@ What it does, per pod bound to a node (``spec.nodeName`` set):
   (containers terminated, exit code 137), as upstream's kubelet puts a killed pod in a terminal
   phase, and removed on the next pass.
 
-Prepare errors (the upstream kubelet's ``FailedPrepareDynamicResources``) are a Warning
-event on the pod. The upstream kubelet retries forever; a simulation must end, so an error
-counts as *transient* only while a device of the failed claim is held by another claim
-prepared on the node (the holder's pod will finish and free it): the pod stays Pending and
-is retried on the next change. Any other error (invalid configuration, a device the driver
-does not publish, a recreated claim, a broken driver) cannot clear by waiting, so it is
-*permanent*: the pod becomes Failed (``status.reason: FailedPrepareDynamicResources``, the
-message in ``status.message``), whatever did prepare is unprepared, and the claim
-controller releases its claims.
+A prepare error is never fatal, as upstream's kubelet has it: its runtime prepares a pod's
+claims before it creates the pod sandbox and, on an error, records a Warning event
+``FailedPrepareDynamicResources`` and returns without failing the sync (kuberuntime_manager.go
+``SyncPod``), so the pod stays ``Pending``, its containers waiting in ``ContainerCreating``
+(``PodInitializing`` with init containers; the error is in no status field, only in the event),
+and its pod worker syncs it again after the resync interval (pod_workers.go ``completeWork``: a
+sync that returned no error is requeued after ``syncFrequency``, 1m by default, jittered up to
+half as much again), for ever, until the claim or driver changes or the pod is deleted. What did
+prepare stays prepared (dra/manager.go ``prepareResources`` unprepares nothing on an error) until
+the pod ends, and the claims stay allocated and reserved for it: a Deployment whose pods can never
+prepare keeps its replicas waiting instead of replacing failed pods round after round. So here:
+whatever the cause (a device still prepared for another pod's claim, an opaque configuration the
+driver refuses, a device it does not publish, a recreated claim, a broken driver, a claim not
+allocated or not reserved for the pod), the pod gets that status, one Warning event per distinct
+message (a repeat is not recorded again: upstream's recorder aggregates it into the same Event)
+and a ``prepare-failed`` decision, and is tried again on every pass that sees a change (a pod,
+claim, PodGroup or Node written, a driver started, republished or stopped, a device unprepared;
+upstream would notice at its next resync, up to 1m30s later) and every :data:`RESYNC_INTERVAL` of
+virtual time that passes for other work. That resync does not wake the run: in a simulation only
+a change can clear a prepare error, and a retry that can only fail again, for ever, would keep the
+run from ending (restarts that nothing ends follow the same rule, see *Finish*).
 
 Unprepare runs when a pod finishes or is deleted, before its Succeeded status or its
 removal is written, so a claim is never released (and its devices never handed to the next
@@ -99,26 +111,70 @@ SIM_DURATION_ANNOTATION = "drasched.io/sim-duration"
 SIM_TERMINATION_ANNOTATION = "drasched.io/sim-termination"
 SIM_EXIT_CODE_ANNOTATION = "drasched.io/sim-exit-code"
 
+RESYNC_INTERVAL = timedelta(minutes=1)
+"""How long a pod whose claims failed to prepare waits before it is tried again for time alone:
+upstream's default ``syncFrequency``, after which its pod worker requeues a pod whose sync returned
+no error (a failed prepare is not a sync error), less the jitter of up to 50% (runs are repeatable)."""
+
 
 def _md(obj: Obj) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
-def _set_condition(conds: list[Obj], cond_type: str, status: str, now: str, reason: str | None = None) -> None:
+def _set_condition(conds: list[Obj], cond_type: str, status: str, now: str, reason: str | None = None,
+                   message: str | None = None) -> None:
     for c in conds:
         if c.get("type") == cond_type:
             if c.get("status") != status:
                 c["status"] = status
                 c["lastTransitionTime"] = now
-            if reason:
-                c["reason"] = reason
-            else:
-                c.pop("reason", None)
+            for key, value in (("reason", reason), ("message", message)):
+                if value:
+                    c[key] = value
+                else:
+                    c.pop(key, None)
             return
     cond: Obj = {"type": cond_type, "status": status, "lastProbeTime": None, "lastTransitionTime": now}
     if reason:
         cond["reason"] = reason
+    if message:
+        cond["message"] = message
     conds.append(cond)
+
+
+def _waiting_to_start(pod: Obj, now: str) -> Obj:
+    """The status upstream's kubelet reports for a pod whose sandbox it has not created (a prepare
+    error returned before it, as kuberuntime ``SyncPod`` does): phase Pending; every container
+    waiting in ``ContainerCreating``, or ``PodInitializing`` when the pod has init containers
+    (``convertToAPIContainerStatuses``' default state), not ready, not started (the prober's
+    ``started: false``); ``PodReadyToStartContainers`` False (no sandbox); ``Initialized`` True,
+    or False ``ContainersNotInitialized`` until init containers ran; ``ContainersReady`` and
+    ``Ready`` False ``ContainersNotReady`` with upstream's ``containers with unready status:
+    [names]``. No field says why: upstream reports the prepare error only as an event. The
+    simulated kubelet models no init containers, so it writes no ``initContainerStatuses``, and
+    ``startTime`` is written when the pod runs, as for every pod it starts."""
+    status = clone(pod.get("status") or {})
+    status["phase"] = "Pending"
+    spec = pod.get("spec") or {}
+    containers = spec.get("containers") or []
+    init = [str(c.get("name")) for c in spec.get("initContainers") or []]
+    conds = status.setdefault("conditions", [])
+    _set_condition(conds, "PodReadyToStartContainers", "False", now)
+    if init:
+        _set_condition(conds, "Initialized", "False", now, reason="ContainersNotInitialized",
+                       message=f"containers with incomplete status: [{' '.join(init)}]")
+    else:
+        _set_condition(conds, "Initialized", "True", now)
+    unready = f"containers with unready status: [{' '.join(str(c.get('name')) for c in containers)}]"
+    for cond_type in ("ContainersReady", "Ready"):
+        _set_condition(conds, cond_type, "False", now, reason="ContainersNotReady", message=unready)
+    waiting = {"waiting": {"reason": "PodInitializing" if init else "ContainerCreating"}}
+    status["containerStatuses"] = [
+        {"name": c.get("name"), "image": c.get("image"), "imageID": "", "ready": False, "started": False,
+         "restartCount": 0, "state": clone(waiting)}
+        for c in containers
+    ]
+    return status
 
 
 def _go_seconds(seconds: int) -> str:
@@ -163,10 +219,14 @@ def _restarting(pod: Obj) -> Restarting:
 
 @dataclass(frozen=True)
 class PrepareFailure:
-    """Why a pod's claims could not be prepared; ``permanent`` fails the pod, otherwise it waits."""
+    """Why a pod's claims could not be prepared: the pod waits and is tried again."""
 
     message: str
-    permanent: bool = False
+
+
+def _devices_text(devices: dict[str, list[str]]) -> str:
+    """``claim ns/name [driver/pool/device, ...]; claim ...``, as the decision record lists them."""
+    return "; ".join(f"claim {key} [{', '.join(names)}]" for key, names in devices.items())
 
 
 def _node(pod: Obj) -> str:
@@ -195,8 +255,8 @@ class SimulatedKubelet:
         self.node_drivers = SimNodeDrivers(self.registry, sockets=plugin_sockets)
         self._touched: set[str] = set()
         """Pod UIDs whose claims went to prepare_in_process: they must be unprepared."""
-        self._held: dict[str, str] = {}
-        """Pod UID -> the driver-prepared devices it started with, as the decision record lists them."""
+        self._held: dict[str, dict[str, list[str]]] = {}
+        """Pod UID -> claim key -> the driver-prepared devices it holds, as the decision record lists them."""
         self._adopted: set[str] = set()
         """Pod UIDs found Running whose claims were offered to their node's drivers."""
         self._waiting: set[tuple[str, str]] = set()
@@ -284,10 +344,8 @@ class SimulatedKubelet:
             return None  # nothing runs there that could prepare them (hand-written slices)
         self._touched.add(_md(pod).get("uid", ""))
         error = prepare_in_process(self.ctx.store, self.registry, pod, claims, ignore_unregistered_drivers=True)
-        if error is not None:
-            return PrepareFailure(error, permanent=not self._blocked(pod, claims))
-        self._record_prepared(pod, claims)
-        return None
+        self._record_prepared(pod, claims)  # on an error too: what did prepare stays prepared, as upstream
+        return PrepareFailure(error) if error is not None else None
 
     def _unprepare(self, pod: Obj, claims: list[Obj]) -> None:
         """NodeUnprepareResources once ``pod`` stopped, before the claim controller may release."""
@@ -299,48 +357,28 @@ class SimulatedKubelet:
         # By pod UID in what was prepared: the claims may be released or deleted already.
         error = unprepare_in_process(self.ctx.store, self.registry, pod)
         held = self._held.pop(uid, None)
-        if held is not None:
-            self.ctx.decide(self.name, "unprepare", pod, f"node {_node(pod)}: {held}")
+        if held:
+            self.ctx.decide(self.name, "unprepare", pod, f"node {_node(pod)}: {_devices_text(held)}")
         if error is not None:
             self._warn_once(pod, "FailedUnprepareDynamicResources", error)
 
-    def _blocked(self, pod: Obj, claims: list[Obj]) -> bool:
-        """Whether a claim that failed to prepare wants a device that a claim prepared for some
-        other pod holds (one that can finish and free it; the pod's own claims never will)."""
-        node, me = _node(pod), _md(pod).get("uid", "")
-        held: set[tuple[str, str, str]] = set()
-        failed: list[Obj] = []
-        for claim in claims:
-            if self.registry.prepared(node, _md(claim).get("uid", "")) is None:
-                failed.append(claim)
-        failed_uids = {_md(c).get("uid", "") for c in failed}
-        for uid, answers in self.registry.prepared_on(node).items():
-            if uid in failed_uids or not self.registry.pods_using(node, uid) - {me}:
-                continue
-            for driver, answer in answers.items():
-                held.update((driver, d.pool_name, d.device_name) for d in answer.devices)
-        for claim in failed:
-            results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
-            for r in results or []:
-                if not r.get("adminAccess") and (r.get("driver"), r.get("pool"), r.get("device")) in held:
-                    return True
-        return False
-
     def _record_prepared(self, pod: Obj, claims: list[Obj]) -> None:
-        """The decision record entry for what the drivers prepared (once per pod)."""
-        uid = _md(pod).get("uid", "")
-        if uid in self._held:
-            return
-        parts = []
+        """The decision record entry for the devices the drivers prepared for the pod since the
+        last one: all of them once it starts, or those of the claims that did prepare when another
+        failed (they stay prepared while the pod waits, and the rest follow when it is retried)."""
+        held = self._held.setdefault(_md(pod).get("uid", ""), {})
+        new: dict[str, list[str]] = {}
         for claim in claims:
             answers = self.registry.prepared(_node(pod), _md(claim).get("uid", "")) or {}
+            key = _claim_key(claim)
             devices = [f"{driver}/{d.pool_name}/{d.device_name}" + (f"#{d.share_id}" if d.share_id else "")
                        for driver, answer in sorted(answers.items()) for d in answer.devices]
-            if devices:
-                parts.append(f"claim {_claim_key(claim)} [{', '.join(devices)}]")
-        if parts:
-            self._held[uid] = "; ".join(parts)
-            self.ctx.decide(self.name, "prepare", pod, f"node {_node(pod)}: {self._held[uid]}")
+            fresh = [d for d in devices if d not in held.get(key, [])]
+            if fresh:
+                new[key] = fresh
+                held.setdefault(key, []).extend(fresh)
+        if new:
+            self.ctx.decide(self.name, "prepare", pod, f"node {_node(pod)}: {_devices_text(new)}")
 
     # ---- one pod -------------------------------------------------------------------------------
     def _sync_pod(self, pod: Obj) -> bool:
@@ -421,14 +459,11 @@ class SimulatedKubelet:
         claims, waiting, unpreparable = self._claims_ready(pod)
         if waiting is not None:
             if unpreparable:  # a pod bound with its claim unallocated (nodeName set by hand): upstream's kubelet
-                self._warn_once(pod, "FailedPrepareDynamicResources", waiting)  # fails to prepare it, and says so
+                return self._prepare_failed(pod, waiting)  # fails to prepare it, says so and tries again
             return False  # the claim controller or scheduler has work left; look again on change
         failure = self._prepare(pod, claims)
         if failure is not None:
-            self._warn_once(pod, "FailedPrepareDynamicResources", failure.message)
-            if failure.permanent:
-                return self._fail(pod, claims, failure.message)
-            return False  # a device is still held by another claim: retry on the next change
+            return self._prepare_failed(pod, failure.message)
         now = format_time(self.ctx.now())
         status = clone(pod.get("status") or {})
         status["phase"] = "Running"
@@ -446,6 +481,26 @@ class SimulatedKubelet:
         self.ctx.decide(self.name, "start", pod, f"running on {pod['spec']['nodeName']}"
                         + (f" with claims {', '.join(_md(c).get('name', '') for c in claims)}" if claims else ""))
         return True
+
+    def _prepare_failed(self, pod: Obj, message: str) -> bool:
+        """Upstream's answer to a prepare error (see the module docstring): the Warning event and a
+        ``prepare-failed`` decision once per distinct message, the pod Pending with its containers
+        waiting to be created, and another try after :data:`RESYNC_INTERVAL` that does not wake
+        the run (every change tries again anyway). True when the status was written."""
+        md = _md(pod)
+        key = (md.get("uid", ""), "FailedPrepareDynamicResources")
+        if self._warned.get(key) != message:
+            self._warned[key] = message
+            self.ctx.event(pod, "Warning", "FailedPrepareDynamicResources", message, component=self.name)
+            every = _go_seconds(int(RESYNC_INTERVAL.total_seconds()))
+            self.ctx.decide(self.name, "prepare-failed", pod,
+                            f"node {_node(pod)}: {message}; the pod stays Pending (containers not created) "
+                            f"and is tried again on every change and every {every}")
+        self._wake(self.ctx.now() + RESYNC_INTERVAL, f"{md.get('namespace')}/{md.get('name')}", drive=False)
+        status = _waiting_to_start(pod, format_time(self.ctx.now()))
+        if status == (pod.get("status") or {}):
+            return False
+        return self._write_status(pod, status)
 
     def _holding(self, node: str) -> list[Obj]:
         """The pods admitted on ``node`` that still hold its resources (not terminal: a pod being
@@ -590,20 +645,6 @@ class SimulatedKubelet:
             self._warn_once(pod, "InvalidSimExitCode", f"annotation {SIM_EXIT_CODE_ANNOTATION}: {text!r} is not "
                                                        "an integer; the pod succeeds")
             return 0
-
-    def _fail(self, pod: Obj, claims: list[Obj], message: str) -> bool:
-        """A pod whose claims cannot be prepared, ever: unprepare what did prepare, mark it Failed."""
-        self._unprepare(pod, claims)
-        now = format_time(self.ctx.now())
-        status = clone(pod.get("status") or {})
-        status.update(phase="Failed", reason="FailedPrepareDynamicResources", message=message)
-        conds = status.setdefault("conditions", [])
-        for cond_type in ("ContainersReady", "Ready"):
-            _set_condition(conds, cond_type, "False", now, reason="PodFailed")
-        if not self._write_status(pod, status):
-            return True
-        self.ctx.decide(self.name, "fail", pod, f"Failed: {message}")
-        return True
 
     def _finish_deletion(self, pod: Obj) -> bool:
         md = _md(pod)

@@ -15,7 +15,7 @@ from typing import Any
 from drasched.plan.outcome import NOT_ACCELERATORS, object_key
 from drasched.plan.svg import Series, bar_chart, grid_chart, step_chart
 from drasched.plan.timeline import Sample, Timeline, bind_times
-from drasched.sim.report import binding_waits, pending_reason
+from drasched.sim.report import binding_waits, kubelet_wait, pending_reason, prepare_errors
 
 Obj = dict[str, Any]
 POD_GROUP_LABEL = "drasched.io/pod-group"
@@ -138,10 +138,15 @@ def _device_section(timeline: Timeline) -> str:
 
 
 def pending_by_reason(objects: list[Obj]) -> dict[str, list[str]]:
+    """Pods not placed, by why; and pods placed whose kubelet could not prepare their claims
+    (Pending, upstream's ``FailedPrepareDynamicResources``), by the error."""
     out: dict[str, list[str]] = defaultdict(list)
     waits = binding_waits(objects)
-    for p in (o for o in objects if o.get("kind") == "Pod" and not (o.get("spec") or {}).get("nodeName")):
-        out[pending_reason(p, waits)].append(object_key(p))
+    errors = prepare_errors(objects)
+    for p in (o for o in objects if o.get("kind") == "Pod"):
+        why = kubelet_wait(p, errors) if (p.get("spec") or {}).get("nodeName") else pending_reason(p, waits)
+        if why is not None:
+            out[why].append(object_key(p))
     return dict(sorted(out.items(), key=lambda kv: (-len(kv[1]), kv[0])))
 
 

@@ -41,6 +41,35 @@ def binding_waits(objects: list[Obj]) -> dict[str, str]:
     return waits
 
 
+PREPARE_FAILED = "FailedPrepareDynamicResources"
+
+
+def prepare_errors(objects: list[Obj]) -> dict[str, str]:
+    """Pod UID -> why the kubelet could not prepare its claims: the last ``FailedPrepareDynamicResources``
+    Warning about it. Upstream's kubelet keeps such a pod Pending, its containers waiting in
+    ``ContainerCreating``, and says why only in that event (no status field holds it)."""
+    last: dict[str, tuple[tuple[str, str], str]] = {}
+    for ev in objects:
+        if ev.get("kind") != "Event" or ev.get("reason") != PREPARE_FAILED or ev.get("type") != "Warning":
+            continue
+        inv = ev.get("involvedObject") or {}
+        if inv.get("kind") != "Pod" or not inv.get("uid"):
+            continue
+        order = (str(ev.get("lastTimestamp") or ""), str(_md(ev).get("name") or "").rsplit(".", 1)[-1])
+        if inv["uid"] not in last or order >= last[inv["uid"]][0]:
+            last[inv["uid"]] = (order, str(ev.get("message") or ""))
+    return {uid: message for uid, (_, message) in last.items()}
+
+
+def kubelet_wait(pod: Obj, errors: dict[str, str]) -> str | None:
+    """Why a bound pod still Pending waits on its node's kubelet (a claim it could not prepare), or None."""
+    phase = (pod.get("status") or {}).get("phase") or "Pending"
+    if not (pod.get("spec") or {}).get("nodeName") or phase != "Pending":
+        return None
+    message = errors.get(str(_md(pod).get("uid") or ""))
+    return f"{PREPARE_FAILED}: {message}" if message is not None else None
+
+
 def pending_reason(pod: Obj, waits: dict[str, str] | None = None) -> str:
     for c in (pod.get("status") or {}).get("conditions") or []:
         if c.get("type") == "PodScheduled" and c.get("status") == "False":
@@ -55,9 +84,10 @@ def pending_reason(pod: Obj, waits: dict[str, str] | None = None) -> str:
 def summary_lines(result: SimResult) -> list[str]:
     """One line of totals, then one line per pending pod with its reason."""
     pods = _of_kind(result, "Pod")
+    errors = prepare_errors(result.objects)
     phases: Counter[str] = Counter()
     for p in pods:
-        if (p.get("spec") or {}).get("nodeName"):
+        if (p.get("spec") or {}).get("nodeName") and kubelet_wait(p, errors) is None:
             phase = (p.get("status") or {}).get("phase") or "Pending"
             phases["Bound" if phase == "Pending" else phase] += 1  # bound, not started: as the table says
         else:
@@ -69,6 +99,8 @@ def summary_lines(result: SimResult) -> list[str]:
     waits = binding_waits(result.objects)
     lines += [f"  pending {_key(p)}: {pending_reason(p, waits)}" for p in pods
               if not (p.get("spec") or {}).get("nodeName")]
+    lines += [f"  pending {_key(p)} on {p['spec']['nodeName']}: {why}" for p in pods
+              if (why := kubelet_wait(p, errors)) is not None]
     lines += [f"  warning {d['object']}: {d['message']}" for d in result.decisions if d.get("action") == "warning"]
     return lines
 
@@ -135,11 +167,13 @@ def markdown_report(result: SimResult) -> str:
                          ", ".join(devices)])
     lines += [*_table(["pod", "node", "phase", "queue label", "devices"], pod_rows), ""]
 
-    pending = [p for p in pods if not (p.get("spec") or {}).get("nodeName")]
+    errors = prepare_errors(result.objects)
+    pending = [p for p in pods if not (p.get("spec") or {}).get("nodeName") or kubelet_wait(p, errors)]
     if pending:
         lines += ["## Pending pods", ""]
         waits = binding_waits(result.objects)
-        lines += [*_table(["pod", "why"], [[_key(p), pending_reason(p, waits)] for p in pending]), ""]
+        lines += [*_table(["pod", "why"], [[_key(p), kubelet_wait(p, errors) or pending_reason(p, waits)]
+                                           for p in pending]), ""]
 
     lines += ["## Nodes", ""]
     node_rows = []

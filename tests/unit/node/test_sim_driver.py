@@ -6,6 +6,7 @@ Pods are bound by hand and their claims allocated by hand, so these tests need n
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -14,7 +15,8 @@ from drasched.api import kinds
 from drasched.controllers.resourceclaim import ResourceClaimController
 from drasched.node.gpu_driver import DRIVER_NAME, MockGpuConfig
 from drasched.node.sim_drivers import SIM_GPUS_ANNOTATION, SimGpus, parse_sim_gpus
-from drasched.node.sim_kubelet import SimulatedKubelet
+from drasched.node.sim_kubelet import RESYNC_INTERVAL, PrepareFailure, SimulatedKubelet
+from drasched.sim.clock import DEFAULT_START
 from drasched.sim.context import Controller, SimContext
 from tests.unit.controllers.helpers import (
     NS,
@@ -280,34 +282,102 @@ def test_claims_of_unregistered_drivers_are_skipped_on_a_driver_node() -> None:
     assert kubelet.registry.prepared(NODE, nic["metadata"]["uid"]) is None  # and forgotten after
 
 
-@pytest.mark.parametrize(("devices", "config", "message"), [
-    (["gpu-7"], None, f"device {NODE}/gpu-7 is not published by driver {DRIVER_NAME}"),
-    (["gpu-0"], [{"source": "FromClaim", "opaque": {"driver": DRIVER_NAME, "parameters": {
-        "apiVersion": f"{DRIVER_NAME}/v1alpha1", "kind": "GpuConfig", "sharing": {"strategy": "Magic"}}}}],
-     "sharing.strategy must be TimeSlicing or SpacePartitioning, not 'Magic'"),
-])
-def test_permanent_prepare_error_fails_the_pod(devices: list[str], config: list[Obj] | None, message: str) -> None:
+BAD_CONFIG = [{"source": "FromClaim", "opaque": {"driver": DRIVER_NAME, "parameters": {
+    "apiVersion": f"{DRIVER_NAME}/v1alpha1", "kind": "GpuConfig", "sharing": {"strategy": "Magic"}}}}]
+
+
+@pytest.mark.parametrize(("devices", "config", "message", "fix"), [
+    (["gpu-7"], None, f"device {NODE}/gpu-7 is not published by driver {DRIVER_NAME}",
+     lambda ctx: annotate(ctx, "count=8")),
+    (["gpu-0"], BAD_CONFIG, "sharing.strategy must be TimeSlicing or SpacePartitioning, not 'Magic'", None),
+], ids=["device-not-published", "opaque-config-refused"])
+def test_prepare_error_keeps_the_pod_pending_until_a_change_clears_it(
+        devices: list[str], config: list[Obj] | None, message: str, fix: Any) -> None:
+    """Upstream's kubelet never fails a pod for a prepare error: kuberuntime ``SyncPod`` records a
+    ``FailedPrepareDynamicResources`` Warning and returns before it creates the sandbox, so the pod
+    stays Pending with its containers in ``ContainerCreating``; dra/manager.go ``prepareResources``
+    unprepares nothing on an error; the claims stay allocated and reserved; the pod worker tries
+    again later, for ever. Once the driver publishes the device, the pod starts; an allocation's
+    configuration cannot change, so a refused one waits until the pod is deleted."""
     ctx = new_ctx()
     node(ctx)
-    p = bound_pod(ctx, "p", ["ok", "bad"])
+    p = bound_pod(ctx, "p", ["ok", "bad"], annotations=DURATION)
     gpu_claim(ctx, "ok", ["gpu-1"], reserved=[pod_ref(p)])
     gpu_claim(ctx, "bad", devices, reserved=[pod_ref(p)], config=config)
     kubelet = SimulatedKubelet()
-    settle(ctx, [ResourceClaimController(), kubelet])
+    controllers: list[Controller] = [ResourceClaimController(), kubelet]
+    settle(ctx, controllers)
+    settle(ctx, controllers)  # the run ended, and ends again: the retry does not wake it
+    assert ctx.clock.now() == DEFAULT_START
     status = get_pod(ctx, "p")["status"]
-    assert status["phase"] == "Failed" and status["reason"] == "FailedPrepareDynamicResources"
-    assert message in status["message"]
-    (warning,) = events(ctx, "FailedPrepareDynamicResources", "p")
+    assert status["phase"] == "Pending" and "reason" not in status and "message" not in status
+    assert status["containerStatuses"] == [{"name": "c0", "image": "busybox", "imageID": "", "ready": False,
+                                            "started": False, "restartCount": 0,
+                                            "state": {"waiting": {"reason": "ContainerCreating"}}}]
+    conds = {c["type"]: c for c in status["conditions"]}
+    assert conds["PodReadyToStartContainers"]["status"] == "False" and conds["Initialized"]["status"] == "True"
+    for cond_type in ("ContainersReady", "Ready"):
+        assert conds[cond_type]["status"] == "False" and conds[cond_type]["reason"] == "ContainersNotReady"
+        assert conds[cond_type]["message"] == "containers with unready status: [c0]"
+    (warning,) = events(ctx, "FailedPrepareDynamicResources", "p")  # tried many times, said once
     assert warning["type"] == "Warning" and message in warning["message"]
+    ((obj, said),) = decisions(ctx, "prepare-failed")
+    assert obj == "Pod/default/p" and message in said and "stays Pending" in said
+    assert decisions(ctx, "fail") == [] and decisions(ctx, "unprepare") == []
+    ok_held = f"node {NODE}: claim default/ok [{DRIVER_NAME}/{NODE}/gpu-1]"
+    assert decisions(ctx, "prepare") == [("Pod/default/p", ok_held)]  # it stays prepared while the pod waits
     plugin = kubelet.registry.plugin(NODE, DRIVER_NAME)
-    assert plugin is not None and plugin.prepared_claims() == {}  # type: ignore[attr-defined]
-    for name in ("ok", "bad"):  # the claim controller released the failed pod's claims
+    assert plugin is not None
+    ok = get_claim(ctx, "ok")
+    assert ok is not None and ok["metadata"]["uid"] in plugin.prepared_claims()  # type: ignore[attr-defined]
+    for name in ("ok", "bad"):  # the claim controller keeps them: the pod is not terminal
         c = get_claim(ctx, name)
-        assert c is not None and not c["status"].get("reservedFor") and not c["status"].get("allocation")
+        assert c is not None and c["status"].get("allocation")
+        assert [r["uid"] for r in c["status"]["reservedFor"]] == [p["metadata"]["uid"]]
+    if fix is None:
+        return
+    fix(ctx)
+    run_now(ctx, controllers)
+    status = get_pod(ctx, "p")["status"]
+    assert status["phase"] == "Running"
+    assert status["containerStatuses"][0]["state"] == {"running": {"startedAt": status["startTime"]}}
+    assert all(c["status"] == "True" and "reason" not in c and "message" not in c for c in status["conditions"])
+    assert len(events(ctx, "FailedPrepareDynamicResources", "p")) == 1
+    assert [m for _, m in decisions(ctx, "prepare")][1:] == [  # the rest, once retried; the replay sees no double
+        f"node {NODE}: claim default/bad [{DRIVER_NAME}/{NODE}/{devices[0]}]"]
+    settle(ctx, controllers)
+    assert phase(ctx, "p") == "Succeeded" and plugin.prepared_claims() == {}  # type: ignore[attr-defined]
+
+
+def test_failed_prepare_is_tried_again_every_resync_interval_without_waking_the_run() -> None:
+    """Upstream's pod worker requeues a pod whose sync returned no error (a failed prepare is
+    not one) after ``syncFrequency`` (1m): here the retry comes when virtual time gets there
+    for other work; alone, it would keep a run that can never succeed going for ever."""
+    tries: list[datetime] = []
+
+    class Counting(SimulatedKubelet):
+        def _prepare(self, pod: Obj, claims: list[Obj]) -> PrepareFailure | None:
+            tries.append(self.ctx.now())
+            return super()._prepare(pod, claims)
+
+    ctx = new_ctx()
+    node(ctx)
+    run_pod(ctx, "p", ["gpu-7"])
+    kubelet = Counting()
+    settle(ctx, [kubelet])
+    assert ctx.next_wakeup() is None and ctx.clock.now() == DEFAULT_START
+    before = len(tries)
+    ctx.clock.advance(RESYNC_INTERVAL.total_seconds() - 1)
+    assert not kubelet.reconcile(ctx) and len(tries) == before  # nothing changed, nothing due
+    ctx.clock.advance(1)
+    assert not kubelet.reconcile(ctx)  # tried, failed the same way: nothing new to say
+    assert tries[before:] == [DEFAULT_START + RESYNC_INTERVAL]
+    assert phase(ctx, "p") == "Pending" and len(events(ctx, "FailedPrepareDynamicResources", "p")) == 1
+    assert ctx.next_wakeup() is None
 
 
 def test_device_held_by_another_claim_waits_until_it_is_unprepared() -> None:
-    """A double allocation (by hand here) is transient: the second pod starts once the first ends."""
+    """A double allocation (by hand here): the second pod waits and starts once the first ends."""
     ctx = new_ctx()
     node(ctx)
     kubelet = SimulatedKubelet()
@@ -316,6 +386,8 @@ def test_device_held_by_another_claim_waits_until_it_is_unprepared() -> None:
     run_pod(ctx, "second", ["gpu-0"])
     kubelet.reconcile(ctx)
     assert phase(ctx, "second") == "Pending"
+    assert get_pod(ctx, "second")["status"]["containerStatuses"][0]["state"] == {
+        "waiting": {"reason": "ContainerCreating"}}
     (warning,) = events(ctx, "FailedPrepareDynamicResources", "second")
     assert f"device {NODE}/gpu-0 is already prepared for ResourceClaim default/first-gpu" in warning["message"]
     settle(ctx, [kubelet])  # first runs out its 10m and unprepares
@@ -323,17 +395,39 @@ def test_device_held_by_another_claim_waits_until_it_is_unprepared() -> None:
     assert [o for o, _ in decisions(ctx, "prepare")] == ["Pod/default/first", "Pod/default/second"]
 
 
-def test_two_claims_of_one_pod_on_one_device_fail_it() -> None:
-    """The pod itself holds the device the other claim wants: waiting would never end."""
+def test_two_claims_of_one_pod_on_one_device_wait_and_the_run_ends() -> None:
+    """The pod itself holds the device the other claim wants: it waits, as upstream, for a change
+    that never comes; the simulation still ends, its virtual time unmoved."""
     ctx = new_ctx()
     node(ctx)
     p = bound_pod(ctx, "p", ["a", "b"])
     gpu_claim(ctx, "a", ["gpu-0"], reserved=[pod_ref(p)])
     gpu_claim(ctx, "b", ["gpu-0"], reserved=[pod_ref(p)])
-    settle(ctx, [SimulatedKubelet()])
-    status = get_pod(ctx, "p")["status"]
-    assert status["phase"] == "Failed"
-    assert f"device {NODE}/gpu-0 is already prepared for ResourceClaim default/a" in status["message"]
+    settle(ctx, [ResourceClaimController(), SimulatedKubelet()])
+    assert phase(ctx, "p") == "Pending" and ctx.clock.now() == DEFAULT_START
+    (warning,) = events(ctx, "FailedPrepareDynamicResources", "p")
+    assert f"device {NODE}/gpu-0 is already prepared for ResourceClaim default/a" in warning["message"]
+
+
+def test_deleting_a_pod_that_waits_unprepares_what_did_prepare() -> None:
+    """The way out of a prepare error that nothing clears: delete the pod (or its controller).
+    Upstream unprepares the claims a terminated pod still references; so does the simulation."""
+    ctx = new_ctx()
+    node(ctx)
+    p = bound_pod(ctx, "p", ["ok", "bad"])
+    gpu_claim(ctx, "ok", ["gpu-1"], reserved=[pod_ref(p)])
+    gpu_claim(ctx, "bad", ["gpu-7"], reserved=[pod_ref(p)])
+    kubelet = SimulatedKubelet()
+    controllers: list[Controller] = [ResourceClaimController(), kubelet]
+    settle(ctx, controllers)
+    plugin = kubelet.registry.plugin(NODE, DRIVER_NAME)
+    assert plugin is not None and len(plugin.prepared_claims()) == 1  # type: ignore[attr-defined]
+    ctx.store.delete(kinds.POD, "p", NS)
+    settle(ctx, controllers)
+    assert ctx.store.peek(kinds.POD, "p", NS) is None
+    assert plugin.prepared_claims() == {}  # type: ignore[attr-defined]
+    held = f"node {NODE}: claim default/ok [{DRIVER_NAME}/{NODE}/gpu-1]"
+    assert decisions(ctx, "prepare") == decisions(ctx, "unprepare") == [("Pod/default/p", held)]
 
 
 def test_deleted_pod_is_unprepared_before_it_goes() -> None:

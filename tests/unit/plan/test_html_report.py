@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from playwright.sync_api import Page, sync_playwright
 
 from drasched.api.manifest import load_paths
@@ -137,3 +138,16 @@ def test_simulate_writes_html_when_the_report_name_ends_in_html(tmp_path: Path) 
     text = report.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>") and "<script" not in text and "http://" not in text.replace(
         'xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def test_a_placed_pod_whose_claims_cannot_be_prepared_is_pending_by_the_drivers_error() -> None:
+    """Upstream's kubelet keeps it Pending and says why only in its FailedPrepareDynamicResources event."""
+    scenario = Path(__file__).resolve().parents[2] / "scenarios" / "node" / \
+        "008-prepare-error-keeps-pods-pending-without-churn.yaml"
+    result = simulate([d for d in yaml.safe_load_all(scenario.read_text()) if d and d["kind"] != "Scenario"])
+    groups = pending_by_reason(result.objects)
+    assert sorted(p for pods in groups.values() for p in pods) == [
+        "default/bare", "default/web-8695b8b654-8zgmf", "default/web-8695b8b654-fprnz"]
+    assert all(why.startswith("FailedPrepareDynamicResources: ResourceClaim default/")
+               and why.endswith("sharing.strategy must be TimeSlicing or SpacePartitioning, not 'Magic'")
+               for why in groups)
