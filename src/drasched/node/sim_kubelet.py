@@ -265,6 +265,9 @@ class SimulatedKubelet:
         """Pod UIDs the kubelet admitted (they count on their node while Pending too)."""
         self._on_node: dict[str, list[Obj]] | None = None
         """Per pass: node name -> the admitted pods that hold its resources (built on first use)."""
+        self._nodes_changed = False
+        self._drivers_changed = False
+        """Seen by :meth:`sync_drivers` since the last pass (which may have run it earlier in the round)."""
 
     def _attach(self, ctx: ControllerContext) -> None:
         if self._store is ctx.store:
@@ -285,7 +288,28 @@ class SimulatedKubelet:
         self._adopted.clear()
         self._waiting.clear()
         self._admitted.clear()
+        self._nodes_changed = self._drivers_changed = False
         self._again = True
+
+    def drivers_controller(self) -> SimNodeDriverController:
+        """The nodes' DRA drivers as a controller of their own, for a place in the round before
+        the scheduler: :meth:`sync_drivers`."""
+        return SimNodeDriverController(self)
+
+    def sync_drivers(self, ctx: ControllerContext) -> bool:
+        """Start, republish or stop each node's mock drivers as its ``drasched.io/sim-gpus``
+        annotation says; whether a driver changed. A driver's kubelet plugin publishes its
+        ResourceSlices as soon as it runs on the node, before any pod asks for its devices, so
+        an embedded round runs this before the scheduler (else every pod's first cycle would
+        find no device, a ``FailedScheduling`` no cluster with the driver installed shows); the
+        pass below runs it too, for a kubelet run on its own."""
+        self._attach(ctx)
+        if not self.nodes.sync():
+            return False
+        self._nodes_changed = True
+        changed = self.node_drivers.sync(ctx, self.nodes.values())
+        self._drivers_changed |= changed
+        return changed
 
     def close(self) -> None:
         """Stop the plugin servers of ``plugin_sockets`` and remove their directory (no store writes)."""
@@ -295,8 +319,9 @@ class SimulatedKubelet:
         """A pass over the bound pods that may have work: changed, due, or waiting to start."""
         self._attach(ctx)
         changed = [inf.sync() for inf in (self.pods, self.claims, self.groups)]
-        nodes_changed = self.nodes.sync()
-        drivers_changed = nodes_changed and self.node_drivers.sync(ctx, self.nodes.values())
+        self.sync_drivers(ctx)
+        nodes_changed, drivers_changed = self._nodes_changed, self._drivers_changed
+        self._nodes_changed = self._drivers_changed = False
         due: set[tuple[str, str]] = set()
         while self._deadlines and self._deadlines[0][0] <= ctx.now():
             entry = heapq.heappop(self._deadlines)
@@ -737,3 +762,17 @@ class SimulatedKubelet:
         self._warned[key] = message
         self.ctx.event(pod, "Warning", reason, message, component=self.name)
         self.ctx.decide(self.name, reason, pod, message)
+
+
+class SimNodeDriverController:
+    """The simulated nodes' DRA drivers (their kubelet plugins) run apart from the kubelet's pod
+    pass, so that :func:`drasched.sim.registry.build_default_controllers` can run them before the
+    scheduler in each round; they share the kubelet's driver registry."""
+
+    name = "sim-node-drivers"
+
+    def __init__(self, kubelet: SimulatedKubelet) -> None:
+        self.kubelet = kubelet
+
+    def reconcile(self, ctx: ControllerContext) -> bool:
+        return self.kubelet.sync_drivers(ctx)

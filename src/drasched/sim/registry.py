@@ -7,7 +7,11 @@ every ready key each round; the others look at what changed).
 
 from __future__ import annotations
 
+from drasched.api import kinds
 from drasched.control import Controller
+
+UPSTREAM_POD_GROUPS = tuple(rt for rt in kinds.UPSTREAM_GANG if rt.kind == "PodGroup")
+"""The upstream PodGroup versions the embedded store serves (v1beta1 first: it wins a name both hold)."""
 
 
 def build_default_controllers() -> list[Controller]:
@@ -19,6 +23,7 @@ def build_default_controllers() -> list[Controller]:
     #    spec.unschedulable) and taint eviction (pods on nodes tainted NoExecute); the last two embedded
     #    only: in a cluster kube-controller-manager runs them. The node lifecycle controller runs before
     #    the scheduler so a node's first cycle already sees its taints.
+    #    and the nodes' DRA drivers (sim-gpus annotations: slices published before a pod asks)
     # 2. scheduler (one cycle per round)
     # 3. binder (carries out BindRequests)
     # 4. simulated kubelet (prepare, run, finish pods)
@@ -27,7 +32,9 @@ def build_default_controllers() -> list[Controller]:
     controllers.extend(workload_controllers())
     from drasched.controllers.resourceclaim import ResourceClaimController
 
-    controllers.append(ResourceClaimController())
+    # The embedded store serves the upstream gang API (kept as written, in either version), so the
+    # claims of an upstream PodGroup's resourceClaims are made, owned and reserved as in a cluster.
+    controllers.append(ResourceClaimController(upstream_groups=UPSTREAM_POD_GROUPS))
     from drasched.controllers.devicetainteviction import DeviceTaintEvictionController
 
     controllers.append(DeviceTaintEvictionController())
@@ -37,15 +44,18 @@ def build_default_controllers() -> list[Controller]:
     from drasched.controllers.nodetainteviction import NodeTaintEvictionController
 
     controllers.append(NodeTaintEvictionController())
+    from drasched.node.sim_kubelet import SimulatedKubelet
+
+    kubelet = SimulatedKubelet()
+    controllers.append(kubelet.drivers_controller())
     from drasched.scheduler.controller import SchedulerController
 
-    controllers.append(SchedulerController())
+    # Upstream PodGroups read translated, as serve reads a server's (the loader printed their warnings).
+    controllers.append(SchedulerController(foreign=kinds.UPSTREAM_GANG, log_foreign_problems=False))
     from drasched.binder import BinderController
 
     controllers.append(BinderController())
-    from drasched.node.sim_kubelet import SimulatedKubelet
-
-    controllers.append(SimulatedKubelet())
+    controllers.append(kubelet)
     from drasched.controllers.disruption import DisruptionController  # 5. PodDisruptionBudget status (embedded only)
 
     controllers.append(DisruptionController())
