@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from drasched import __version__
 
 if TYPE_CHECKING:
-    from drasched.api.manifest import ManifestError
+    from drasched.api.manifest import Loaded, ManifestError
 
 
 def _print_errors(errors: list[str]) -> None:
@@ -35,9 +35,10 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     from drasched.sim.runner import SimulationError, simulate
 
     try:
-        loaded = load_paths(args.paths)
+        steps = _load_steps(args.paths) if args.sequential else [load_paths(args.paths)]
     except ManifestError as exc:
         return _print_manifest_error(exc)
+    loaded, later = steps[0], [([item.obj for item in step], [item.where for item in step]) for step in steps[1:]]
     html = bool(args.report) and str(args.report).endswith((".html", ".htm"))
     timeline = None
     try:
@@ -45,12 +46,12 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             from drasched.plan.timeline import run_sampled
 
             timeline = run_sampled([item.obj for item in loaded], sources=[item.where for item in loaded],
-                                   max_rounds=args.max_rounds, seed=args.seed)
+                                   max_rounds=args.max_rounds, seed=args.seed, later=later)
             result = timeline.result
         else:
             progress = None if args.quiet else Progress(sys.stderr)  # a status line on a terminal only
             result = simulate([item.obj for item in loaded], sources=[item.where for item in loaded],
-                              max_rounds=args.max_rounds, seed=args.seed, progress=progress)
+                              max_rounds=args.max_rounds, seed=args.seed, progress=progress, later=later)
     except SimulationError as exc:
         _print_errors(exc.errors)
         print(f"error: {len(exc.errors)} object(s) rejected; nothing was simulated", file=sys.stderr)
@@ -86,6 +87,24 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         for line in summary_lines(result):
             print(line, file=sys.stderr)
     return 0 if result.quiescent else 3
+
+
+def _load_steps(paths: list[str]) -> list[list[Loaded]]:
+    """``simulate --sequential``: each manifest file on its own (a directory's files by name),
+    every file's refusals collected before any is raised."""
+    from drasched.api.manifest import ManifestError, load_paths, manifest_files
+
+    steps: list[list[Loaded]] = []
+    refused: list[ManifestError] = []
+    for f in manifest_files(paths):
+        try:
+            steps.append(load_paths([f]))
+        except ManifestError as exc:
+            refused.append(exc)
+    if refused:
+        lines = [line for exc in refused for line in exc.errors]
+        raise ManifestError(*lines, unread=sum(exc.unread for exc in refused))
+    return steps or [[]]
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -330,6 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--include-events", action="store_true", help="include Event objects in the output")
     sim.add_argument("--max-rounds", type=int, default=100_000, help="stop after this many control-loop rounds")
     sim.add_argument("--seed", type=int, default=0, help="seed for generated names and uids")
+    sim.add_argument("--sequential", action="store_true",
+                     help="apply each file (a directory's files by name) once the run has settled on the files "
+                          "before it, as kubectl apply -f run file after file (default: all files at once)")
     sim.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     sim.set_defaults(func=_cmd_simulate)
 

@@ -250,6 +250,16 @@ def _files(path: Path) -> list[Path]:
     return [path]
 
 
+def manifest_files(paths: Iterable[str]) -> list[str]:
+    """Each manifest file the paths name, in the order :func:`load_paths` reads them (a
+    directory's files by name, recursively; ``-`` and paths that do not exist as given, for
+    ``load_paths`` to read or refuse)."""
+    out: list[str] = []
+    for p in paths:
+        out += [str(f) for f in _files(Path(p))] if p != "-" and Path(p).exists() else [p]
+    return out
+
+
 def load_paths(paths: Iterable[str], *, validate: bool = True, translate: bool = True) -> list[Loaded]:
     """Read manifests from files, directories (recursively) and ``-`` (stdin).
 
@@ -258,8 +268,9 @@ def load_paths(paths: Iterable[str], *, validate: bool = True, translate: bool =
     once; repeated with different content, it is refused naming both places. With
     ``translate`` or ``validate``, a Kubernetes built-in kind drasched does not model
     (:data:`kinds.UNMODELED`) is left out with a warning on stderr, one line per kind. With
-    ``translate``, other schedulers' objects become drasched's (:mod:`drasched.api.foreign`);
-    each field with no meaning here is a warning on stderr, and the run goes on.
+    ``translate``, other schedulers' objects become drasched's (:mod:`drasched.api.foreign`),
+    except the upstream gang API's PodGroups and Workloads, kept as written (the scheduler reads
+    them translated); each field with no meaning here is a warning on stderr, and the run goes on.
     """
     refusals = _Refusals()
     loaded: list[Loaded] = []
@@ -451,11 +462,22 @@ def _without_unmodeled(loaded: list[Loaded]) -> list[Loaded]:
 
 
 def _translated(loaded: list[Loaded]) -> list[Loaded]:
+    """``loaded`` as drasched reads it, each field with no meaning here a warning on stderr.
+
+    An upstream gang API PodGroup or Workload is kept as written (the embedded store serves the
+    gang API, and the scheduler reads it translated, as ``serve`` reads a server's); its
+    translation here only says, before the run, what it cannot use. KAI's and scheduler-plugins'
+    objects become drasched's."""
     result = foreign.translate(item.obj for item in loaded)
     for line in result.warnings:
         print(f"warning: {line}", file=sys.stderr)
-    return [Loaded(obj, item.source, item.index) for item, obj in zip(loaded, result.objects, strict=True)
-            if obj is not None]
+    out: list[Loaded] = []
+    for item, obj in zip(loaded, result.objects, strict=True):
+        if foreign.is_upstream_gang(item.obj):
+            out.append(item)
+        elif obj is not None:
+            out.append(Loaded(obj, item.source, item.index))
+    return out
 
 
 def _decoded_if_known(item: Loaded, refusals: _Refusals) -> bool:
@@ -481,7 +503,8 @@ def check_object(item: Loaded) -> None:
         # the API server's order: decode (types), then defaults, then validation
         rt = decode_object(item.obj)
         defaulted = copy.deepcopy(item.obj)
-        apply_crd_defaults(rt.kind, defaulted)
+        if rt.group == kinds.DRASCHED:  # (an upstream PodGroup shares the kind's name, not its schema)
+            apply_crd_defaults(rt.kind, defaulted)
         apply_builtin_defaults(rt.kind, defaulted)
         validation.validate(defaulted, rt)
     except ApiError as exc:

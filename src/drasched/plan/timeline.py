@@ -15,7 +15,7 @@ from typing import Any
 
 from drasched.plan.outcome import device_counts, object_key
 from drasched.sim.clock import DEFAULT_START
-from drasched.sim.runner import SimResult, Simulation
+from drasched.sim.runner import SimResult, Simulation, Step, apply_steps
 
 Obj = dict[str, Any]
 
@@ -78,11 +78,13 @@ def _seconds(sim: Simulation) -> float:
 
 
 def run_sampled(objects: Sequence[Obj], *, sources: Sequence[str] | None = None, max_rounds: int = 100_000,
-                seed: int = 0) -> Timeline:
-    """Simulate ``objects`` as ``simulate`` does, sampling the cluster at every quiet point."""
+                seed: int = 0, later: Sequence[Step] = ()) -> Timeline:
+    """Simulate ``objects`` (then the ``later`` steps) as ``simulate`` does, sampling the
+    cluster at every quiet point."""
     sim = Simulation(seed=seed)
     sim.load(objects, sources)
     timeline = Timeline(SimResult(sim.store, sim.ctx, 0, False))
+    settled = apply_steps(sim, later, max_rounds)  # at the start's instant: the samples begin after
     peak_used = -1
 
     def sample() -> None:
@@ -94,7 +96,7 @@ def run_sampled(objects: Sequence[Obj], *, sources: Sequence[str] | None = None,
             peak_used = s.devices_used
             timeline.peak_objects, timeline.peak_seconds = current, s.seconds
 
-    quiescent = sim.run(max_rounds, on_quiet=sample)
+    quiescent = settled and sim.run(max_rounds, on_quiet=sample)
     if not quiescent:
         sample()  # the round limit: the state it stopped in
     timeline.result = sim.result(quiescent)

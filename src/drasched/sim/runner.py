@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import gc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -114,6 +115,58 @@ def load_into(store: MemoryStore, objects: Sequence[Obj], sources: Sequence[str]
         raise SimulationError(errors)
 
 
+def apply_into(store: MemoryStore, objects: Sequence[Obj], sources: Sequence[str] | None = None) -> None:
+    """A later step's objects, as ``kubectl apply`` writes them into a running cluster: one
+    that does not exist yet is created (:func:`load_into`), one that does is updated with the
+    fields given (labels, annotations and every top-level field but ``status`` replaced, the
+    status subresource written when the object carries one; what the store refuses, such as a
+    change to an immutable field, is an error naming the object). A repeat identical to what
+    is stored changes nothing ("unchanged")."""
+    errors: list[str] = []
+    new: list[Obj] = []
+    new_sources: list[str] = []
+    for i, obj in enumerate(objects):
+        try:
+            rt = kinds.for_object(obj)
+        except ApiError as exc:
+            errors.append(f"{_where(sources, i)}{exc.message}")
+            continue
+        md = obj.get("metadata") or {}
+        namespace = (md.get("namespace") or "default") if rt.namespaced else None
+        current = store.peek(rt, str(md.get("name") or ""), namespace) if md.get("name") else None
+        if current is None:
+            new.append(obj)
+            new_sources.append(sources[i] if sources else "")
+            continue
+        try:
+            _update_as_applied(store, rt, current, obj)
+        except ApiError as exc:
+            errors.append(f"{_where(sources, i)}{obj.get('kind')} {namespace + '/' if namespace else ''}"
+                          f"{md.get('name')}: {exc.message}")
+    try:
+        load_into(store, new, new_sources if sources else None)
+    except SimulationError as exc:
+        errors += exc.errors
+    if errors:
+        raise SimulationError(errors)
+
+
+def _update_as_applied(store: MemoryStore, rt: kinds.ResourceType, current: Obj, obj: Obj) -> None:
+    md = obj.get("metadata") or {}
+    updated = copy.deepcopy(current)
+    for key in ("labels", "annotations"):
+        if key in md:
+            updated["metadata"][key] = copy.deepcopy(md[key])
+    for key, value in obj.items():
+        if key not in ("apiVersion", "kind", "metadata", "status"):
+            updated[key] = copy.deepcopy(value)
+    if updated != current:
+        updated = store.update(updated)
+    if rt.has_status and obj.get("status") and updated.get("status") != obj["status"]:
+        updated["status"] = copy.deepcopy(obj["status"])
+        store.update_status(updated)
+
+
 def _where(sources: Sequence[str] | None, i: int) -> str:
     return f"{sources[i]}: " if sources else ""
 
@@ -130,6 +183,20 @@ class Simulation:
 
     def load(self, objects: Sequence[Obj], sources: Sequence[str] | None = None) -> None:
         load_into(self.store, objects, sources)
+
+    def apply(self, objects: Sequence[Obj], sources: Sequence[str] | None = None) -> None:
+        """A later step: create or update ``objects`` as ``kubectl apply`` does (:func:`apply_into`)."""
+        apply_into(self.store, objects, sources)
+
+    def settle(self, max_rounds: int = 100_000) -> bool:
+        """Run rounds until every controller is idle, without moving virtual time on (a user's
+        next ``kubectl apply`` comes seconds later, before any pod's run ends); False if
+        ``max_rounds`` ran out first."""
+        for _ in range(max_rounds):
+            self.rounds += 1
+            if not any([c.reconcile(self.ctx) for c in self.controllers]):
+                return True
+        return False
 
     def result(self, quiescent: bool) -> SimResult:
         """The run's outcome: the final objects as output writes them, and the decisions."""
@@ -162,6 +229,21 @@ class Simulation:
         return False
 
 
+Step = tuple[Sequence[Obj], Sequence[str] | None]
+"""Objects applied together, with where each was given (``simulate --sequential``: one file)."""
+
+
+def apply_steps(sim: Simulation, later: Sequence[Step], max_rounds: int) -> bool:
+    """Each later step applied once the control plane has settled on what came before (virtual
+    time standing still, as ``kubectl apply`` runs one file after another); False if the round
+    limit ran out while settling."""
+    for objects, sources in later:
+        if not sim.settle(max_rounds):
+            return False
+        sim.apply(objects, sources)
+    return True
+
+
 def simulate(
     objects: Sequence[Obj],
     controllers: Sequence[Controller] | None = None,
@@ -170,17 +252,23 @@ def simulate(
     max_rounds: int = 100_000,
     seed: int = 0,
     progress: Progress | None = None,
+    later: Sequence[Step] = (),
 ) -> SimResult:
     """Run the embedded control plane over ``objects`` until nothing is left to do;
-    ``progress`` shows how far it got (on a terminal)."""
+    ``progress`` shows how far it got (on a terminal). ``later`` steps are applied one by one
+    once the run has settled on the objects before them (:func:`apply_steps`)."""
     sim = Simulation(controllers, seed=seed)
     with collector_thresholds():
         if progress is None or not progress.enabled:
             sim.load(objects, sources)
+            if not apply_steps(sim, later, max_rounds):
+                return sim.result(False)
             return sim.result(sim.run(max_rounds))
         try:
             sim.load(objects, sources)
             progress.loaded(len(objects), sim.clock.now())
+            if not apply_steps(sim, later, max_rounds):
+                return sim.result(False)
             return sim.result(sim.run(max_rounds, on_round=lambda: progress.tick(sim.store, sim.clock.now(),
                                                                                   sim.rounds)))
         finally:
