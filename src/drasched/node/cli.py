@@ -16,6 +16,7 @@ import threading
 from typing import Any
 
 from drasched.node import gpu_driver
+from drasched.node.example_gpu import ExampleGpuDriver, example_config, example_device_classes, is_example_driver
 from drasched.node.gpu_driver import GpuDriver, MockGpuConfig
 from drasched.node.nvidia_gpu import NVIDIA_DRIVER_NAME, NvidiaGpuDriver, gpu_model, model_memory
 from drasched.node.publisher import PublishError, SlicePublisher
@@ -41,15 +42,18 @@ def register(sub: Any) -> None:
                      help="NVML when a GPU is visible, mock otherwise")
     gpu.set_defaults(source="mock")
     gpu.add_argument("--count", type=int, default=8, help="mock GPUs per node (default 8)")
-    gpu.add_argument("--model", default=MockGpuConfig.model, help="mock GPU product name")
+    gpu.add_argument("--model", help=f"mock GPU product name (default {MockGpuConfig.model}, or "
+                                     "LATEST-GPU-MODEL under the DRA example driver's names)")
     gpu.add_argument("--memory", help="mock GPU memory (a quantity; default 80Gi, or the model's under "
                                       "--driver-name gpu.nvidia.com)")
-    gpu.add_argument("--driver-version", default=MockGpuConfig.driver_version, help="mock NVIDIA driver version")
+    gpu.add_argument("--driver-version", help=f"mock driver version (default {MockGpuConfig.driver_version}, or "
+                                              "1.0.0 under the DRA example driver's names)")
     gpu.add_argument("--compute-capability",
                      help="mock CUDA compute capability (default 9.0, or the model's under "
                           "--driver-name gpu.nvidia.com)")
-    gpu.add_argument("--partitions", action="store_true",
-                     help="offer MIG-like partitions as partitionable devices with shared counters (mock only)")
+    gpu.add_argument("--partitions", nargs="?", const=True, default=False, type=int, metavar="N",
+                     help="offer MIG-like partitions as partitionable devices with shared counters (mock only); "
+                          "under the DRA example driver's names, N partitions per GPU (default 4)")
     gpu.add_argument("--shared", action="store_true",
                      help="whole GPUs allow multiple allocations with consumable memory")
     gpu.add_argument("--driver-name", default=gpu_driver.DRIVER_NAME, help="DRA driver name")
@@ -75,16 +79,23 @@ def build_driver(args: argparse.Namespace) -> GpuDriver:
     common: dict[str, Any] = {"name": args.driver_name, "partitions": args.partitions, "shared": args.shared}
     if source == "nvml":
         return GpuDriver.from_nvml(**common)
+    example = is_example_driver(args.driver_name)
+    if args.partitions is not True and args.partitions and not example:
+        raise ValueError("--partitions N (a number) is for the DRA example driver's names; "
+                         "give --partitions alone")
+    defaults = example_config() if example else MockGpuConfig()
+    model_name = args.model or defaults.model
     memory, capability = args.memory, args.compute_capability
-    model = gpu_model(args.model) if args.driver_name == NVIDIA_DRIVER_NAME else None
+    model = gpu_model(model_name) if args.driver_name == NVIDIA_DRIVER_NAME else None
     if model is not None:  # NVML reports what the model has, as the simulated nodes' annotation reads it
-        memory = memory or model_memory(args.model)
+        memory = memory or model_memory(model_name)
         capability = capability or model.compute_capability
-    cfg = MockGpuConfig(count=args.count, model=args.model, memory=memory or MockGpuConfig.memory,
-                        driver_version=args.driver_version,
+    cfg = MockGpuConfig(count=args.count, model=model_name, memory=memory or defaults.memory,
+                        driver_version=args.driver_version or defaults.driver_version,
                         compute_capability=capability or MockGpuConfig.compute_capability)
-    # under NVIDIA's name the mock publishes and accepts what NVIDIA's driver does (nvidia_gpu.py)
-    mock = NvidiaGpuDriver if args.driver_name == NVIDIA_DRIVER_NAME else GpuDriver
+    # under NVIDIA's name the mock publishes and accepts what NVIDIA's driver does (nvidia_gpu.py), under
+    # the example driver's what kubernetes-sigs/dra-example-driver does (example_gpu.py)
+    mock = ExampleGpuDriver if example else NvidiaGpuDriver if args.driver_name == NVIDIA_DRIVER_NAME else GpuDriver
     return mock.mock(args.node, cfg, **common)
 
 
@@ -100,8 +111,11 @@ def cmd_gpu(args: argparse.Namespace) -> int:
     except Exception as exc:  # NVML errors have their own class hierarchy
         print(f"error: cannot read GPUs through NVML: {exc}", file=sys.stderr)
         return 1
-    classes = gpu_driver.device_classes(driver.name, extended_resource_name=args.extended_resource_name,
-                                        partitions=args.partitions)
+    if is_example_driver(driver.name):  # the one class its helm chart installs
+        classes = example_device_classes(driver.name, extended_resource_name=args.extended_resource_name or "")
+    else:
+        classes = gpu_driver.device_classes(driver.name, extended_resource_name=args.extended_resource_name,
+                                            partitions=bool(args.partitions))
     if args.print_slices:
         from drasched.api.manifest import dump_yaml
 

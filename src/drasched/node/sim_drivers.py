@@ -10,11 +10,12 @@ hand-written ResourceSlices::
 Keys (all optional; defaults are those of ``drasched driver gpu --mock``): ``count``,
 ``model``, ``memory`` (a quantity), ``driverVersion``, ``computeCapability``,
 ``migCapable``, ``partitions`` (MIG-like partitions with shared counters), ``shared``
-(``allowMultipleAllocations`` with consumable memory), and ``driver`` (the DRA driver name,
-default ``gpu.drasched.io``). Booleans are ``true``/``false``; a bare ``partitions`` or
-``shared`` means true. Values cannot contain commas. ``count`` is at most 128 (what one
-ResourceSlice holds), ``computeCapability`` is ``MAJOR.MINOR`` and ``driverVersion``
-dotted numbers; anything else is refused with the event below, never half-built.
+(``allowMultipleAllocations`` with consumable memory), ``driver`` (the DRA driver name,
+default ``gpu.drasched.io``) and, for the DRA example driver only, ``extendedResourceName``.
+Booleans are ``true``/``false``; a bare ``partitions`` or ``shared`` means true. Values
+cannot contain commas. ``count`` is at most 128 (what one ResourceSlice holds),
+``computeCapability`` is ``MAJOR.MINOR`` and ``driverVersion`` dotted numbers; anything else
+is refused with the event below, never half-built.
 
 **``driver=gpu.nvidia.com``: NVIDIA's DRA driver.** The node then runs
 :class:`~drasched.node.nvidia_gpu.NvidiaGpuDriver`, which publishes and prepares devices as
@@ -33,6 +34,20 @@ created (``create-device-class``) and which were kept (``keep-device-class``). T
 a user's class that shares their ``extendedResourceName`` (NVIDIA's MIG-profile examples give
 ``nvidia.com/gpu`` to a class of their own) is the later one, which upstream picks. The default
 driver installs no class: its DeviceClass is the user's to write.
+
+**``driver=gpu.example.com`` or ``driver=gpu.dra-example-driver.sigs.k8s.io``: the DRA example
+driver** (kubernetes-sigs/dra-example-driver, its ``gpu`` profile). The node then runs
+:class:`~drasched.node.example_gpu.ExampleGpuDriver`: devices ``gpu-<i>`` with ``index``,
+``uuid``, ``model`` (``LATEST-GPU-MODEL``), ``driverVersion`` (``1.0.0``) and ``memory: 80Gi``
+(the ``model``, ``memory`` and ``driverVersion`` keys default to those), its
+``gpu.resource.example.com/v1alpha1`` ``GpuConfig`` (TimeSlicing, SpacePartitioning), so the
+driver's demo examples run unchanged. ``partitions=N`` (a number, for this driver only: the
+chart's ``kubeletPlugin.gpuPartitions``; a bare ``partitions`` is 4, ``partitions=0`` none)
+publishes ``gpu-<i>-partition-<j>`` and ``gpu-<i>-full`` devices over one counter set per
+GPU; ``shared`` is the chart's ``gpuAllowMultipleAllocations`` (consumable ``memory`` and
+``compute``). Its chart's DeviceClass (named after the driver, ``device.driver == '<driver>'``,
+with ``extendedResourceName`` when the key gives one) is installed as NVIDIA's are; see that
+module.
 
 **Why an annotation and not a ``SimulatedDriver`` object.** Every option of the mock
 driver is a scalar, so one ``key=value`` list expresses all of them; the inventory then
@@ -74,8 +89,18 @@ from typing import Any
 from drasched.api import kinds
 from drasched.api.errors import AlreadyExists, ApiError, NotFound
 from drasched.api.meta import format_time, parse_time
+from drasched.api.validation.resource import extended_resource_name_errors
 from drasched.control import ControllerContext
 from drasched.node.client import KubeletPluginClient, register
+from drasched.node.example_gpu import (
+    DEFAULT_PARTITIONS,
+    EXAMPLE_DRIVER_NAMES,
+    MAX_PARTITIONS,
+    ExampleGpuDriver,
+    example_config,
+    example_device_classes,
+    is_example_driver,
+)
 from drasched.node.gpu_driver import DRIVER_NAME, GpuDriver, MockGpuConfig
 from drasched.node.inprocess import DriverRegistry, start_driver, stop_driver
 from drasched.node.nvidia_gpu import NVIDIA_DRIVER_NAME, NvidiaGpuDriver, gpu_model, model_memory, nvidia_device_classes
@@ -89,7 +114,8 @@ SIM_GPUS_ANNOTATION = "drasched.io/sim-gpus"
 COMPONENT = "sim-kubelet"
 
 _BOOL_KEYS = ("migCapable", "partitions", "shared")
-_KEYS = ("count", "model", "memory", "driverVersion", "computeCapability", "driver", *_BOOL_KEYS)
+_KEYS = ("count", "model", "memory", "driverVersion", "computeCapability", "driver", *_BOOL_KEYS,
+         "extendedResourceName")
 _TRUE = {"true": True, "false": False}
 _COMPUTE_CAPABILITY = re.compile(r"\d{1,3}\.\d{1,3}")
 _DRIVER_VERSION = re.compile(r"\d{1,6}(\.\d{1,6}){0,2}")
@@ -112,19 +138,42 @@ class SimGpus:
     mig_capable: bool = MockGpuConfig.mig_capable
     partitions: bool = False
     shared: bool = False
+    partition_count: int = 0
+    """``partitions=N``: partitions per GPU (the DRA example driver only); 0 when not a number."""
+    extended_resource_name: str = ""
+    """The example driver's chart DeviceClass's ``extendedResourceName`` (none when empty)."""
 
     def driver(self, node_name: str) -> GpuDriver:
         """The mock driver for ``node_name`` (raises ValueError on a bad memory or version);
-        NVIDIA's stand-in (:class:`~drasched.node.nvidia_gpu.NvidiaGpuDriver`) under ``gpu.nvidia.com``."""
+        NVIDIA's stand-in (:class:`~drasched.node.nvidia_gpu.NvidiaGpuDriver`) under ``gpu.nvidia.com``,
+        the DRA example driver's (:class:`~drasched.node.example_gpu.ExampleGpuDriver`) under its names."""
         cfg = MockGpuConfig(count=self.count, model=self.model, memory=self.memory,
                             driver_version=self.driver_version, compute_capability=self.compute_capability,
                             mig_capable=self.mig_capable)
+        if is_example_driver(self.driver_name):
+            return ExampleGpuDriver.mock(node_name, cfg, name=self.driver_name,
+                                         partitions=self.partition_count or self.partitions, shared=self.shared)
         cls = NvidiaGpuDriver if self.driver_name == NVIDIA_DRIVER_NAME else GpuDriver
         return cls.mock(node_name, cfg, name=self.driver_name, partitions=self.partitions, shared=self.shared)
+
+    def device_classes(self) -> list[Obj]:
+        """The DeviceClasses the driver's helm chart installs (none for the default driver)."""
+        if self.driver_name == NVIDIA_DRIVER_NAME:
+            return nvidia_device_classes()
+        if is_example_driver(self.driver_name):
+            return example_device_classes(self.driver_name, extended_resource_name=self.extended_resource_name)
+        return []
 
     def describe(self) -> str:
         """What the driver publishes, for the decision record."""
         text = f"{self.count} mock GPU(s) ({self.model}, {self.memory})"
+        if is_example_driver(self.driver_name):
+            if self.partitions:
+                n = self.partition_count or DEFAULT_PARTITIONS
+                text += f", each as {n} partitions and a full device over counter set gpu-<i>-counters"
+            if self.shared:
+                text += (", partitions" if self.partitions else ", GPUs") + " allowing multiple allocations"
+            return text
         if self.driver_name == NVIDIA_DRIVER_NAME and self.partitions:
             model = gpu_model(self.model)
             text += (", no MIG devices (migCapable=false)" if not self.mig_capable
@@ -134,7 +183,7 @@ class SimGpus:
 
 
 def parse_sim_gpus(text: str) -> SimGpus:
-    """Parse ``count=4,model=...,memory=80Gi[,partitions][,shared=true]``; ValueError names the key."""
+    """Parse ``count=4,model=...,memory=80Gi[,partitions[=N]][,shared=true]``; ValueError names the key."""
     values: dict[str, str] = {}
     for raw in text.split(","):
         item = raw.strip()
@@ -162,10 +211,16 @@ def parse_sim_gpus(text: str) -> SimGpus:
         if kwargs["count"] > MAX_SIM_GPUS:
             raise ValueError(f"count must be at most {MAX_SIM_GPUS} (the devices one ResourceSlice may hold), "
                              f"not {values['count']}")
+    if values.get("partitions", "").isdigit():  # partitions=N: the example driver's partitions per GPU
+        kwargs["partition_count"] = int(values["partitions"])
+        kwargs["partitions"] = kwargs["partition_count"] > 0
+        del values["partitions"]
     for key in _BOOL_KEYS:
         if key in values:
             if values[key].lower() not in _TRUE:
-                raise ValueError(f"{key} must be true or false, not {values[key]!r}")
+                what = ("true, false or a number of partitions per GPU"
+                        if key == "partitions" and is_example_driver(values.get("driver", "")) else "true or false")
+                raise ValueError(f"{key} must be {what}, not {values[key]!r}")
             kwargs[{"migCapable": "mig_capable"}.get(key, key)] = _TRUE[values[key].lower()]
     for key, attr in (("model", "model"), ("memory", "memory"), ("driverVersion", "driver_version"),
                       ("computeCapability", "compute_capability"), ("driver", "driver_name")):
@@ -177,6 +232,29 @@ def parse_sim_gpus(text: str) -> SimGpus:
         raise ValueError(f"computeCapability must be MAJOR.MINOR (such as 9.0), not {values['computeCapability']!r}")
     if "driverVersion" in values and not _DRIVER_VERSION.fullmatch(values["driverVersion"]):
         raise ValueError(f"driverVersion must be dotted numbers (such as 550.54.15), not {values['driverVersion']!r}")
+    example = is_example_driver(kwargs.get("driver_name", DRIVER_NAME))
+    if "partition_count" in kwargs and not example:
+        raise ValueError(f"partitions={kwargs['partition_count']}: a number of partitions is for the DRA example "
+                         f"driver ({', '.join(EXAMPLE_DRIVER_NAMES)}); this driver takes partitions=true or false")
+    if kwargs.get("partition_count", 0) > MAX_PARTITIONS:
+        raise ValueError(f"partitions must be at most {MAX_PARTITIONS} per GPU (its compute units), "
+                         f"not {kwargs['partition_count']}")
+    if "extendedResourceName" in values:
+        name = values["extendedResourceName"]
+        if not name:
+            raise ValueError("extendedResourceName must not be empty")
+        if not example:
+            raise ValueError(f"extendedResourceName is the DRA example driver's chart value "
+                             f"({', '.join(EXAMPLE_DRIVER_NAMES)}); other drivers' classes set their own")
+        problems = extended_resource_name_errors(name)
+        if problems:
+            raise ValueError(f"extendedResourceName {name!r}: {'; '.join(problems)}")
+        kwargs["extended_resource_name"] = name
+    if example:  # the example driver's fixed model, memory and version, unless given
+        cfg = example_config()
+        kwargs.setdefault("model", cfg.model)
+        kwargs.setdefault("memory", cfg.memory)
+        kwargs.setdefault("driver_version", cfg.driver_version)
     if kwargs.get("driver_name") == NVIDIA_DRIVER_NAME:
         # NVML reports what the model has: unless given, memory, compute capability and MIG come from it.
         model_name = kwargs.get("model", MockGpuConfig.model)
@@ -303,8 +381,7 @@ class SimNodeDrivers:
                         self._serve(name, plugin)
                     ctx.decide(COMPONENT, "start-driver", node,
                                f"driver {spec.driver_name} publishes {spec.describe()}")
-                    if spec.driver_name == NVIDIA_DRIVER_NAME:
-                        self._install_classes(ctx, name)
+                    self._install_classes(ctx, name, spec)
                 else:
                     self._republish(ctx, current, driver)
                     current.spec = spec
@@ -319,10 +396,12 @@ class SimNodeDrivers:
             changed |= self._stop(ctx, name, "node deleted")
         return changed
 
-    def _install_classes(self, ctx: ControllerContext, node_name: str) -> None:
-        """Create the DeviceClasses NVIDIA's chart installs, once per run and only where absent:
-        a class of the same name the user wrote (or deleted after we made it) is left alone."""
-        for cls in nvidia_device_classes():
+    def _install_classes(self, ctx: ControllerContext, node_name: str, spec: SimGpus) -> None:
+        """Create the DeviceClasses the driver's chart installs (NVIDIA's, the DRA example
+        driver's), once per run and only where absent: a class of the same name the user wrote
+        (or deleted after we made it) is left alone."""
+        driver = spec.driver_name
+        for cls in spec.device_classes():
             name = cls["metadata"]["name"]
             if name in self._classes_done:
                 continue
@@ -334,7 +413,7 @@ class SimNodeDrivers:
             else:
                 ctx.decide(COMPONENT, "keep-device-class", f"DeviceClass/{name}",
                            f"DeviceClass {name} already exists: kept as written, not replaced by the one "
-                           f"driver {NVIDIA_DRIVER_NAME}'s helm chart installs")
+                           f"driver {driver}'s helm chart installs")
                 continue
             cls["metadata"]["creationTimestamp"] = _installed_before(ctx)
             try:
@@ -343,12 +422,12 @@ class SimNodeDrivers:
                 continue
             except ApiError as exc:  # the driver runs all the same; the claims of that class wait
                 ctx.decide(COMPONENT, "FailedCreateDeviceClass", f"DeviceClass/{name}",
-                           f"driver {NVIDIA_DRIVER_NAME}: cannot create DeviceClass {name}: {exc}")
+                           f"driver {driver}: cannot create DeviceClass {name}: {exc}")
                 continue
             expr = cls["spec"]["selectors"][0]["cel"]["expression"]
             extended = cls["spec"].get("extendedResourceName")
             ctx.decide(COMPONENT, "create-device-class", created,
-                       f"driver {NVIDIA_DRIVER_NAME} started on node {node_name}: DeviceClass {name} created as "
+                       f"driver {driver} started on node {node_name}: DeviceClass {name} created as "
                        f"its helm chart installs it (selector {expr}"
                        + (f", extendedResourceName {extended})" if extended else ")"))
 
