@@ -15,15 +15,16 @@ default ``gpu.drasched.io``) and, for the DRA example driver only, ``extendedRes
 Booleans are ``true``/``false``; a bare ``partitions`` or ``shared`` means true. Values
 cannot contain commas. ``count`` is at most 128 (what one ResourceSlice holds),
 ``computeCapability`` is ``MAJOR.MINOR`` and ``driverVersion`` dotted numbers; anything else
-is refused with the event below, never half-built.
+is refused with the event below, never half-built. For a GPU model NVIDIA's table in
+:mod:`drasched.node.nvidia_gpu` knows, ``memory``, ``computeCapability`` and ``migCapable``
+default to the model's (``model=NVIDIA A100-SXM4-40GB``: 40Gi, 8.0, so architecture Ampere),
+as NVML reports them, with the default driver as with NVIDIA's.
 
 **``driver=gpu.nvidia.com``: NVIDIA's DRA driver.** The node then runs
 :class:`~drasched.node.nvidia_gpu.NvidiaGpuDriver`, which publishes and prepares devices as
 NVIDIA's GPU kubelet plugin does (attributes and MIG devices of its ``deviceinfo.go``, its
 ``resource.nvidia.com/v1beta1`` ``GpuConfig``/``MigDeviceConfig``; see that module), so
-NVIDIA's published examples run unchanged. ``memory``, ``computeCapability`` and
-``migCapable`` default to what the model has (``model=NVIDIA A100-SXM4-40GB``: 40Gi, 8.0,
-MIG) instead of the mock's defaults; ``partitions`` publishes the MIG devices of the
+NVIDIA's published examples run unchanged; ``partitions`` publishes the MIG devices of the
 driver's partitionable announcement. The annotation stands for "the driver is installed":
 when such a driver first starts, the DeviceClasses NVIDIA's helm chart installs
 (``gpu.nvidia.com``, ``mig.nvidia.com``) are created, each only if no DeviceClass of that
@@ -255,8 +256,9 @@ def parse_sim_gpus(text: str) -> SimGpus:
         kwargs.setdefault("model", cfg.model)
         kwargs.setdefault("memory", cfg.memory)
         kwargs.setdefault("driver_version", cfg.driver_version)
-    if kwargs.get("driver_name") == NVIDIA_DRIVER_NAME:
-        # NVML reports what the model has: unless given, memory, compute capability and MIG come from it.
+    if not example:
+        # NVML reports what the model has: unless given, memory, compute capability and MIG come
+        # from it (NVIDIA's driver and the default mock, which stands for an NVIDIA GPU too)
         model_name = kwargs.get("model", MockGpuConfig.model)
         model = gpu_model(model_name)
         if model is not None:

@@ -357,10 +357,13 @@ def test_annotation_takes_memory_compute_capability_and_mig_from_the_model() -> 
     spec = parse_sim_gpus("driver=gpu.nvidia.com,model=Tesla T4,memory=16Gi,computeCapability=7.5,migCapable=true")
     assert (spec.memory, spec.compute_capability, spec.mig_capable) == ("16Gi", "7.5", True)  # given keys win
     assert isinstance(spec.driver("n"), NvidiaGpuDriver)
-    # The default driver keeps its defaults: the model names only productName.
+    # The default driver reads the model alike (an A100 is no Hopper), and stays the plain mock.
     plain = parse_sim_gpus("model=NVIDIA A100-SXM4-40GB")
-    assert (plain.driver_name, plain.memory, plain.compute_capability) == (DRIVER_NAME, "80Gi", "9.0")
+    assert (plain.driver_name, plain.memory, plain.compute_capability) == (DRIVER_NAME, "40Gi", "8.0")
     assert not isinstance(plain.driver("n"), NvidiaGpuDriver)
+    # a model the table does not know keeps the mock's defaults
+    other = parse_sim_gpus("model=Acme X1")
+    assert (other.memory, other.compute_capability) == ("80Gi", "9.0")
 
 
 def _node(ctx: Any, name: str, spec: str) -> None:
