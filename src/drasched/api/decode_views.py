@@ -107,6 +107,35 @@ class ContainerClaim(View):
     request: str = ""
 
 
+class TopologySpreadConstraint(View):
+    max_skew: Int32 = 0
+    topology_key: str = ""
+    when_unsatisfiable: str = ""
+    label_selector: LabelSelector | None = None
+    min_domains: Int32 | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: list[str] = []
+
+
+class ContainerPort(View):
+    name: str = ""
+    host_port: Int32 = 0
+    container_port: Int32 = 0
+    protocol: str = ""
+    host_ip: str = msgspec.field(default="", name="hostIP")
+
+
+class VolumeMount(View):
+    name: str = ""
+    read_only: bool = False
+    recursive_read_only: str | None = None
+    mount_path: str = ""
+    sub_path: str = ""
+    mount_propagation: str | None = None
+    sub_path_expr: str = ""
+
+
 # ---- kinds without a view elsewhere ------------------------------------------------------------
 
 
