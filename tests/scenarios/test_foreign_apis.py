@@ -13,6 +13,8 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tests.scenarios.runner import Scenario, check_expectations, load_scenario, run_scenario
 
 Obj = dict[str, Any]
@@ -207,7 +209,8 @@ GROUP_CLAIM_PODS = 1000
 
 def test_upstream_group_claim_serves_a_thousand_pods(tmp_path: Path) -> None:
     """KEP-5729: a claim listed in the PodGroup's resourceClaims is reserved for the group as
-    one consumer, so far more than 256 pods (the reservedFor limit) share it."""
+    one consumer, so far more than 256 pods (the reservedFor limit) share it; the consumer is the
+    upstream PodGroup itself, as kube-scheduler reserves it, and that PodGroup stays as written."""
     path = HERE / "gangapi" / "group-claims.yaml"
     objects, stderr = _run(path, _shared_claim_manifests(GROUP_CLAIM_PODS, 10), tmp_path, "claims")
     pods = {k: o for k, o in objects.items() if k.startswith("Pod:")}
@@ -215,6 +218,73 @@ def test_upstream_group_claim_serves_a_thousand_pods(tmp_path: Path) -> None:
     unbound = [k for k, o in pods.items() if not o["spec"].get("nodeName")]
     assert unbound == [], stderr[-2000:]
     reserved = objects["ResourceClaim:default/dataset"]["status"]["reservedFor"]
-    assert reserved == [{"apiGroup": "scheduling.drasched.io", "resource": "podgroups", "name": "readers",
-                         "uid": objects["PodGroup:default/readers"]["metadata"]["uid"]}]
+    group = objects["PodGroup:default/readers"]
+    assert group["apiVersion"] == "scheduling.k8s.io/v1beta1"
+    assert reserved == [{"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "readers",
+                         "uid": group["metadata"]["uid"]}]
 
+
+
+PODGROUP_EXAMPLE = HERE / "gangapi" / "006-dra-example-driver-podgroup-resourceclaimtemplate.yaml"
+
+
+def test_the_podgroup_claim_example_in_v1beta1_is_owned_by_and_reserved_for_its_v1beta1_groups(
+        tmp_path: Path) -> None:
+    """dra-example-driver's PodGroup example written for 1.37 (v1beta1) runs as the 1.36 one does, and
+    its claims name the PodGroup in the version it was written in, as upstream's controller writes
+    its own (``makeOwnerReference``: the PodGroup's SchemeGroupVersion); the condition is 1.37's."""
+    scn = load_scenario(PODGROUP_EXAMPLE)
+    ours, _ = _run(PODGROUP_EXAMPLE, scn.manifests, tmp_path, "v1alpha2")
+    beta = [{**o, "apiVersion": "scheduling.k8s.io/v1beta1"} if o.get("kind") == "PodGroup" else o
+            for o in scn.manifests]
+    theirs, stderr = _run(PODGROUP_EXAMPLE, beta, tmp_path, "v1beta1")
+    assert _placements(theirs) == _placements(ours)
+    assert sorted(p for _, p in _placements(theirs).values()) == ["Running"] * 4, stderr
+    ns = "podgroup-resourceclaimtemplate"
+    for name in ("group-1", "group-2"):
+        group = theirs[f"PodGroup:{ns}/{name}"]
+        assert group["apiVersion"] == "scheduling.k8s.io/v1beta1"
+        assert [(c["type"], c["status"]) for c in group["status"]["conditions"]] == [
+            ("PodGroupInitiallyScheduled", "True")]
+        (claim,) = [o for k, o in theirs.items() if k.startswith(f"ResourceClaim:{ns}/{name}-gpu-")]
+        uid = group["metadata"]["uid"]
+        assert claim["metadata"]["ownerReferences"] == [
+            {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "name": name, "uid": uid,
+             "controller": True}]
+        assert claim["status"]["reservedFor"] == [
+            {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": name, "uid": uid}]
+    assert not any(o["apiVersion"].startswith("scheduling.drasched.io/") for k, o in theirs.items()
+                   if k.startswith("PodGroup:"))
+    assert "warning:" not in stderr
+
+
+def test_a_drasched_pod_group_of_an_upstream_ones_name_wins_and_both_are_kept(tmp_path: Path) -> None:
+    """As in serve: drasched's own PodGroup is the gang; the upstream one stays in the output as
+    written and gets a NameConflict Warning naming both (and a warning when the input is read)."""
+    path = HERE / "gangapi" / "name-conflict.yaml"
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+            "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}}
+    ours = {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 3}}
+    theirs = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+              "metadata": {"name": "g", "namespace": "default"},
+              "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
+    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "default"},
+             "spec": {"schedulingGroup": {"podGroupName": "g"},
+                      "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}}
+            for i in range(2)]
+    objects, stderr = _run(path, [node, ours, theirs, *pods], tmp_path, "conflict")
+    assert ("warning: scheduling.k8s.io/v1beta1 PodGroup default/g: ignored: scheduling.drasched.io/v1alpha1 "
+            "PodGroup of the same name exists and wins") in stderr
+    assert all(not objects[f"Pod:default/p{i}"]["spec"].get("nodeName") for i in range(2)), \
+        "drasched's minMember 3 holds: 2 pods wait"
+    kept = [o for o in _run_objects(tmp_path / "conflict") if o.get("kind") == "PodGroup"]
+    assert sorted(o["apiVersion"] for o in kept) == ["scheduling.drasched.io/v1alpha1", "scheduling.k8s.io/v1beta1"]
+    (event,) = [o for k, o in objects.items() if k.startswith("Event:") and o.get("reason") == "NameConflict"]
+    assert event["involvedObject"]["apiVersion"] == "scheduling.k8s.io/v1beta1"
+
+
+def _run_objects(sub: Path) -> list[Obj]:
+    """Every object a run in ``sub`` wrote (two of one kind and name both)."""
+    (out,) = sub.glob("*.out.yaml")
+    return [o for o in yaml.safe_load_all(out.read_text()) if o]

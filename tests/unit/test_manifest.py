@@ -236,3 +236,60 @@ def test_unmodeled_kinds_and_served_kinds_do_not_overlap() -> None:
 
     served = {(rt.group, rt.kind) for rt in (*kinds.ALL, *kinds.FOREIGN)}
     assert not served & set(kinds.UNMODELED)
+
+
+UPSTREAM_GANG = """
+apiVersion: scheduling.k8s.io/v1beta1
+kind: Workload
+metadata: {name: train, namespace: ml}
+spec:
+  podGroupTemplates: [{name: workers, schedulingPolicy: {gang: {minCount: 2}}}]
+---
+apiVersion: scheduling.k8s.io/v1alpha2
+kind: PodGroup
+metadata: {name: old, namespace: ml}
+spec:
+  schedulingPolicy: {gang: {minCount: 3}}
+  priority: 5
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: workers, namespace: ml}
+spec:
+  workloadRef: {workloadName: train, templateName: workers}
+  schedulingPolicy: {gang: {minCount: 2}}
+"""
+
+
+def test_upstream_gang_objects_are_kept_as_written_and_their_warnings_printed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The embedded store serves the gang API (``kinds.UPSTREAM_GANG``): a Workload and PodGroups are
+    read as written, in their own versions, and stored without drasched's PodGroup defaults; what
+    their translation cannot use is still a warning before the run."""
+    import yaml
+
+    from drasched.api import kinds
+    from drasched.sim.runner import Simulation
+
+    f = tmp_path / "gang.yaml"
+    f.write_text(UPSTREAM_GANG)
+    loaded = load_paths([str(f)])
+    assert [item.obj for item in loaded] == list(yaml.safe_load_all(UPSTREAM_GANG))
+    assert capsys.readouterr().err == ("warning: scheduling.k8s.io/v1alpha2 PodGroup ml/old: spec.priority 5 has no "
+                                       "meaning here: drasched takes a group's priority from spec.priorityClassName, "
+                                       "else from its pods\n")
+    sim = Simulation(controllers=[])
+    sim.load([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}}, *(item.obj for item in loaded)])
+    old = sim.store.peek(kinds.UPSTREAM_POD_GROUP_V1ALPHA2, "old", "ml")
+    assert old is not None and old["spec"] == {"schedulingPolicy": {"gang": {"minCount": 3}}, "priority": 5}
+    assert sim.store.list(kinds.POD_GROUP).items == []
+    assert [(o["kind"], o["metadata"]["name"]) for o in sim.store.all_objects() if o["kind"] != "Namespace"] == [
+        ("Workload", "train"), ("PodGroup", "workers"), ("PodGroup", "old")], "Workloads, then v1beta1, v1alpha2"
+
+
+def test_an_upstream_pod_group_of_the_wrong_shape_is_refused_in_its_own_terms(tmp_path: Path) -> None:
+    f = tmp_path / "bad.yaml"
+    f.write_text("apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\n"
+                 "spec: {schedulingPolicy: {gang: {minCount: two}}}\n")
+    with pytest.raises(ManifestError, match=r"PodGroup ml/g: .*spec\.schedulingPolicy\.gang\.minCount: expected "):
+        load_paths([str(f)])

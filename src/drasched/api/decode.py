@@ -29,7 +29,7 @@ from drasched.api import kinds
 from drasched.api.decode_fast import FAST_DEPTH, is_time, quantity_problem, well_typed
 from drasched.api.errors import ApiError, BadRequest, Cause, invalid
 from drasched.api.kinds import ResourceType
-from drasched.api.shapes import Shape, shape_for
+from drasched.api.shapes import Shape, shape_for, struct_shape
 
 Obj = dict[str, Any]
 
@@ -249,7 +249,13 @@ def decode_object(obj: Obj, rt: ResourceType | None = None) -> ResourceType:
     Invalid for drasched's CRDs. Returns the object's resource type.
     """
     rt = rt or kinds.for_object(obj)
-    decode_as(obj, shape_for(rt), kind=rt.kind, group=rt.group, version=rt.version)
+    if rt in kinds.UPSTREAM_GANG:  # the upstream gang API's own shapes, not drasched's PodGroup
+        from drasched.api.foreign_shapes import FOREIGN_VIEWS  # (it imports this module)
+
+        shape = struct_shape(FOREIGN_VIEWS[(rt.api_version, rt.kind)])
+    else:
+        shape = shape_for(rt)
+    decode_as(obj, shape, kind=rt.kind, group=rt.group, version=rt.version)
     return rt
 
 

@@ -1,13 +1,16 @@
 """Other schedulers' objects read as drasched's own: the upstream gang API and KAI-Scheduler.
 
-A user migrating to drasched keeps the manifests they have. This module turns them, at the
-edge where manifests are read, into the drasched objects the scheduler already understands,
-so the scheduler core never learns a second vocabulary:
+A user migrating to drasched keeps the manifests they have. This module turns them into the
+drasched objects the scheduler already understands, so the scheduler core never learns a second
+vocabulary: at the edge where manifests are read (KAI's and scheduler-plugins' objects in
+``simulate``; there and in ``drasched convert``, every kind for its warnings), and where the
+scheduler cache reads a server's objects (:mod:`drasched.scheduler.foreign_intake`: ``serve``,
+and the upstream gang API in ``simulate``, whose memory store keeps those objects as written):
 
 * ``scheduling.k8s.io`` ``v1alpha2`` (Kubernetes 1.36) and ``v1beta1`` (1.37) **PodGroup**,
-  resolved against the **Workload** template it names, becomes a drasched PodGroup of the
-  same name (pods join it through ``spec.schedulingGroup.podGroupName``, which the scheduler
-  reads directly). The Workload itself is consumed: it only carries templates.
+  resolved against the **Workload** template of its own version it names, reads as a drasched
+  PodGroup of the same name (pods join it through ``spec.schedulingGroup.podGroupName``, which
+  the scheduler reads directly). The Workload only carries templates.
 * KAI-Scheduler's ``scheduling.run.ai/v2`` **Queue** and ``v2alpha2`` **PodGroup** become a
   drasched Queue and PodGroup (its ``kai.scheduler/v1`` **Topology** is set aside with a
   warning: the levels a PodGroup names are node label keys already); a pod's
@@ -122,6 +125,12 @@ def is_upstream(obj: Obj, kind: str) -> bool:
     return obj.get("kind") == kind and obj.get("apiVersion") in UPSTREAM_VERSIONS
 
 
+def is_upstream_gang(obj: Obj) -> bool:
+    """Whether ``obj`` is an upstream gang API PodGroup or Workload (``scheduling.k8s.io``, a
+    version read): ``simulate`` keeps them as written, as ``serve`` finds them on a server."""
+    return is_upstream(obj, "PodGroup") or is_upstream(obj, "Workload")
+
+
 def is_foreign(obj: Obj) -> bool:
     """Whether ``obj`` is one of the kinds this module translates (pods aside)."""
     return (is_upstream(obj, "PodGroup") or is_upstream(obj, "Workload")
@@ -135,12 +144,20 @@ def translate(objects: Iterable[Obj]) -> Translation:
     """Every object of ``objects`` as drasched reads it, position for position.
 
     A translated PodGroup or Queue whose name a drasched object of that kind already holds
-    is dropped with a warning: drasched's own object wins.
+    is dropped with a warning: drasched's own object wins, then the upstream PodGroup, then
+    KAI's, then scheduler-plugins' (as ``serve`` merges them, :mod:`drasched.scheduler.foreign_intake`).
+    An upstream PodGroup reads the Workload templates of its own version (a server serves one).
     """
     objs = list(objects)
-    workloads = {_key(o): o for o in objs if is_upstream(o, "Workload")}
+    workloads = {(o.get("apiVersion"), _key(o)): o for o in objs if is_upstream(o, "Workload")}
     groups = [o for o in objs if is_upstream(o, "PodGroup")]
     native = {(o.get("kind"), _key(o)) for o in objs if o.get("apiVersion") == DRASCHED_VERSION}
+    best: dict[str, int] = {}
+    """PodGroup key -> the rank of the other scheduler's PodGroup that wins it (:data:`GROUP_PRECEDENCE`)."""
+    for o in objs:
+        rank = _group_rank(o)
+        if rank is not None:
+            best[_key(o)] = min(rank, best.get(_key(o), rank))
     out = Translation()
     _check_workloads(workloads.values(), groups, out.warnings)
     classes = {_name(o) for o in objs if (o.get("apiVersion"), o.get("kind")) == PRIORITY_CLASS} | set(SYSTEM_CLASSES)
@@ -153,7 +170,8 @@ def translate(objects: Iterable[Obj]) -> Translation:
         if is_upstream(o, "Workload"):
             t = None
         elif is_upstream(o, "PodGroup"):
-            t = upstream_pod_group(o, workloads, out.warnings)
+            own = {k: w for (v, k), w in workloads.items() if v == o.get("apiVersion")}
+            t = upstream_pod_group(o, own, out.warnings)
         elif version_kind == (KAI_QUEUE_VERSION, "Queue"):
             t = kai_queue(o, out.warnings)
         elif version_kind == (KAI_POD_GROUP_VERSION, "PodGroup"):
@@ -171,8 +189,24 @@ def translate(objects: Iterable[Obj]) -> Translation:
             out.warnings.append(f"{_what(o)}: ignored: {DRASCHED_VERSION} {t['kind']} of the same name exists "
                                 "and wins")
             t = None
+        elif t is not None and (rank := _group_rank(o)) is not None and best[_key(o)] < rank:
+            out.warnings.append(f"{_what(o)}: ignored: {GROUP_PRECEDENCE[best[_key(o)]]} PodGroup of the same "
+                                "name exists and wins")
+            t = None
         out.objects.append(t)
     return out
+
+
+GROUP_PRECEDENCE = (UPSTREAM_V1BETA1, UPSTREAM_V1ALPHA2, KAI_POD_GROUP_VERSION, COSCHEDULING_VERSION)
+"""Which of two other schedulers' PodGroups of one name wins (the first), after drasched's own: as
+``serve`` merges them (:data:`drasched.scheduler.foreign_intake.TARGET_OF`)."""
+
+
+def _group_rank(o: Obj) -> int | None:
+    """The rank of ``o`` in :data:`GROUP_PRECEDENCE`; None for an object that is no such PodGroup."""
+    if o.get("kind") != "PodGroup" or o.get("apiVersion") not in GROUP_PRECEDENCE:
+        return None
+    return GROUP_PRECEDENCE.index(str(o["apiVersion"]))
 
 
 # ---- the upstream gang API (KEP-4671, KEP-5729) ---------------------------------------------
@@ -268,14 +302,14 @@ def _check_workloads(workloads: Iterable[Obj], groups: list[Obj], warnings: list
     for g in groups:
         ref = _workload_ref(g)
         if ref is not None:
-            used.add((_ns(g), ref.workload, ref.template))
+            used.add((g.get("apiVersion"), _ns(g), ref.workload, ref.template))
     for w in workloads:
         if (w.get("spec") or {}).get("compositePodGroupTemplates"):
             warnings.append(f"{_what(w)}: spec.compositePodGroupTemplates has no meaning here: drasched has no "
                             "composite PodGroups; their PodGroups are scheduled each on its own")
         for i, t in enumerate((w.get("spec") or {}).get("podGroupTemplates") or []):
             name = (t or {}).get("name")
-            if (_ns(w), _name(w), name) not in used:
+            if (w.get("apiVersion"), _ns(w), _name(w), name) not in used:
                 ref_field = ("spec.podGroupTemplateRef.workload" if w.get("apiVersion") == UPSTREAM_V1ALPHA2
                              else "spec.workloadRef")
                 warnings.append(f"{_what(w)}: spec.podGroupTemplates[{i}] ({name}): no PodGroup is created from "

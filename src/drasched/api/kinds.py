@@ -97,7 +97,8 @@ QUEUE = ResourceType(DRASCHED, "v1alpha1", "Queue", "queues", False)
 POD_GROUP = ResourceType(DRASCHED, "v1alpha1", "PodGroup", "podgroups", True)
 BIND_REQUEST = ResourceType(DRASCHED, "v1alpha1", "BindRequest", "bindrequests", True)
 # Other schedulers' objects ``drasched serve`` reads from a server that serves them
-# (drasched.scheduler.foreign_intake); not in ALL: drasched never creates them.
+# (drasched.scheduler.foreign_intake); not in ALL: drasched never creates them. The embedded
+# store serves the upstream gang API's (UPSTREAM_GANG below) for ``simulate``.
 UPSTREAM_POD_GROUP = ResourceType("scheduling.k8s.io", "v1beta1", "PodGroup", "podgroups", True)
 UPSTREAM_WORKLOAD = ResourceType("scheduling.k8s.io", "v1beta1", "Workload", "workloads", True)
 UPSTREAM_POD_GROUP_V1ALPHA2 = ResourceType("scheduling.k8s.io", "v1alpha2", "PodGroup", "podgroups", True)
@@ -109,6 +110,12 @@ COSCHEDULING_POD_GROUP = ResourceType("scheduling.x-k8s.io", "v1alpha1", "PodGro
 """kubernetes-sigs/scheduler-plugins' PodGroup (its coscheduling plugin; apis/scheduling/v1alpha1)."""
 FOREIGN: tuple[ResourceType, ...] = (UPSTREAM_WORKLOAD, UPSTREAM_POD_GROUP, UPSTREAM_WORKLOAD_V1ALPHA2,
                                      UPSTREAM_POD_GROUP_V1ALPHA2, KAI_QUEUE, KAI_POD_GROUP, COSCHEDULING_POD_GROUP)
+UPSTREAM_GANG: tuple[ResourceType, ...] = (UPSTREAM_WORKLOAD, UPSTREAM_WORKLOAD_V1ALPHA2, UPSTREAM_POD_GROUP,
+                                           UPSTREAM_POD_GROUP_V1ALPHA2)
+"""The upstream gang API (KEP-4671, KEP-5729) as the embedded store serves it (``drasched simulate``),
+in restore order: kept as written, in either version, as a 1.37 (v1beta1) or 1.36 (v1alpha2) server
+keeps it, and read translated by the scheduler as ``serve`` reads a server's (docs/design.md, "Other
+schedulers' objects"). KAI's and scheduler-plugins' kinds are still translated when manifests are read."""
 # Workloads: the embedded control plane runs their controllers (drasched.controllers.workloads).
 JOB = ResourceType("batch", "v1", "Job", "jobs", True)
 DEPLOYMENT = ResourceType("apps", "v1", "Deployment", "deployments", True)
@@ -154,7 +161,8 @@ drasched reads except ``spec.startupPolicy``, which v1 no longer has (``dependsO
 JobSet is kept under :data:`JOB_SET`, as the server keeps every version in one storage version, and keeps
 the apiVersion it was written in."""
 
-_BY_KIND: dict[tuple[str, str], ResourceType] = {(r.api_version, r.kind): r for r in (*ALL, DEVICE_TAINT_RULE_V1BETA2)}
+_BY_KIND: dict[tuple[str, str], ResourceType] = {(r.api_version, r.kind): r
+                                                 for r in (*ALL, DEVICE_TAINT_RULE_V1BETA2, *UPSTREAM_GANG)}
 _BY_KIND.update({(v, JOB_SET.kind): JOB_SET for v in JOB_SET_ALSO_SERVED})
 _BY_KIND_ONLY: dict[str, ResourceType] = {r.kind: r for r in ALL}
 
@@ -299,7 +307,10 @@ def unmodeled(obj: dict) -> Unmodeled | None:
     return entry if entry is not None and version in entry.versions else None
 
 
-_ORDER: dict[ResourceType, int] = {rt: i for i, rt in enumerate(ALL)}
+_RESTORE_ORDER = (*ALL[:ALL.index(POD_GROUP) + 1], *UPSTREAM_GANG, *ALL[ALL.index(POD_GROUP) + 1:])
+"""ALL with the upstream gang kinds after drasched's PodGroup: Workloads, then their PodGroups, before
+the workloads whose pods join them."""
+_ORDER: dict[ResourceType, int] = {rt: i for i, rt in enumerate(_RESTORE_ORDER)}
 
 
 def order_index(rt: ResourceType) -> int:

@@ -29,6 +29,7 @@ from drasched.dra.claimrules import (
     pod_group_name,
     pod_is_done,
     reserved_for,
+    scheduling_group_name,
     status_claim_names,
 )
 
@@ -151,9 +152,8 @@ def is_upstream_group_owner(ref: Obj) -> bool:
     return is_upstream_group(ref)
 
 
-def upstream_group_name(pod: Obj) -> str | None:
-    """The upstream PodGroup a pod joins (``spec.schedulingGroup.podGroupName``), or None."""
-    return ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") or None
+upstream_group_name = scheduling_group_name
+"""The upstream PodGroup a pod joins (``spec.schedulingGroup.podGroupName``), or None."""
 
 
 def group_claim_problems(group: Obj) -> list[str]:

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import timedelta
 from typing import Any
@@ -140,6 +140,60 @@ class _Retry(Exception):
     """A sync that must be tried again later (its key goes back with backoff)."""
 
 
+class _UpstreamGroups:
+    """The upstream PodGroups of every version read, as one informer.
+
+    A server serves the gang API in one version (``serve`` names that one); the embedded store
+    keeps each object in the version it was written in (v1beta1 or v1alpha2), so ``simulate``
+    reads both. Where both versions hold a name the first wins, as in the scheduler's
+    translation (:data:`drasched.scheduler.foreign_intake.TARGET_OF`)."""
+
+    def __init__(self, store: ClusterStore, rts: tuple[kinds.ResourceType, ...]) -> None:
+        self.rts = rts
+        self._parts = [Informer(store, rt) for rt in rts]
+
+    def sync(self) -> bool:
+        return any([part.sync() for part in self._parts])  # every part, not the first that changed
+
+    def take_changed(self) -> set[Key] | None:
+        out: set[Key] = set()
+        relisted = False
+        for part in self._parts:
+            changed = part.take_changed()
+            if changed is None:
+                relisted = True
+            else:
+                out |= changed
+        return None if relisted else out
+
+    def get(self, name: str, namespace: str | None = None) -> Obj | None:
+        for part in self._parts:
+            found = part.get(name, namespace)
+            if found is not None:
+                return found
+        return None
+
+    def values(self) -> Iterator[Obj]:
+        """Every group that wins its name, in (namespace, name) order."""
+        seen: dict[Key, Obj] = {}
+        for part in self._parts:
+            for obj in part.values():
+                seen.setdefault((_ns(obj), _name(obj)), obj)
+        for key in sorted(seen):
+            yield seen[key]
+
+    def rt_of(self, obj: Obj) -> kinds.ResourceType:
+        """The version ``obj`` is kept in (what its writes go to)."""
+        return next((rt for rt in self.rts if rt.api_version == obj.get("apiVersion")), self.rts[0])
+
+    def put(self, obj: Obj) -> None:
+        self._parts[self.rts.index(self.rt_of(obj))].put(obj)
+
+    def forget(self, name: str, namespace: str | None = None) -> None:
+        for part in self._parts:
+            part.forget(name, namespace)
+
+
 class ResourceClaimController:
     """A work queue fed by watch deltas; each round syncs the keys that are ready.
 
@@ -156,14 +210,17 @@ class ResourceClaimController:
 
     def __init__(self, *, workers: int = 1, batch: int = 0,
                  keys: Iterable[str] = (POD, GROUP, UPSTREAM_GROUP, CLAIM), name: str | None = None,
-                 upstream_groups: kinds.ResourceType | None = None) -> None:
+                 upstream_groups: kinds.ResourceType | tuple[kinds.ResourceType, ...] | None = None) -> None:
         self.workers = workers
         self.batch = batch
-        self.upstream_rt = upstream_groups
+        self.upstream_rts: tuple[kinds.ResourceType, ...] = (
+            () if upstream_groups is None else (upstream_groups,) if isinstance(upstream_groups, kinds.ResourceType)
+            else tuple(upstream_groups))
         """The upstream PodGroup kind the server serves (``scheduling.k8s.io`` v1beta1 on 1.37,
-        v1alpha2 on 1.36), or None: such groups are then not read, as before the gang API."""
+        v1alpha2 on 1.36; the embedded store serves both, each object kept in its own), or none:
+        such groups are then not read, as before the gang API."""
         self.watches = (kinds.POD, kinds.RESOURCE_CLAIM, kinds.RESOURCE_CLAIM_TEMPLATE, kinds.POD_GROUP,
-                        *((upstream_groups,) if upstream_groups is not None else ()))
+                        *self.upstream_rts)
         """What wakes it in serve (the kinds it reads)."""
         self.keys = frozenset(keys)
         """Which keys this instance syncs (``POD``, ``GROUP``, ``UPSTREAM_GROUP``, ``CLAIM``):
@@ -194,7 +251,7 @@ class ResourceClaimController:
         self.claims = Informer(store, kinds.RESOURCE_CLAIM)
         self.templates = Informer(store, kinds.RESOURCE_CLAIM_TEMPLATE)
         self.groups = Informer(store, kinds.POD_GROUP)
-        self.upstream = Informer(store, self.upstream_rt) if self.upstream_rt is not None else None
+        self.upstream = _UpstreamGroups(store, self.upstream_rts) if self.upstream_rts else None
         self.index = ClaimControllerIndex()
         self.queue = WorkQueue()
         self._queued_pods.clear()
@@ -227,7 +284,8 @@ class ResourceClaimController:
             self._pool = None
 
     # ---- event handlers: watch deltas -> keys ------------------------------------------------
-    def _changed(self, informer: Informer, known: Callable[[], set[Key]]) -> list[tuple[Key, Obj | None]]:
+    def _changed(self, informer: Informer | _UpstreamGroups,
+                 known: Callable[[], set[Key]]) -> list[tuple[Key, Obj | None]]:
         """(key, current object or None) for what changed, sorted (deterministic queue order)."""
         keys = informer.take_changed()
         if keys is None:  # first list, or a relist: everything we cached or the store has
@@ -527,6 +585,14 @@ class ResourceClaimController:
         except NotFound:
             return None
 
+    def _confirm_upstream(self, name: str, namespace: str) -> Obj | None:
+        """:meth:`_confirm` for an upstream PodGroup, in each version read (the first that has it)."""
+        for rt in self.upstream_rts:
+            found = self._confirm(rt, name, namespace)
+            if found is not None:
+                return found
+        return None
+
     def _conflict(self, obj: Obj, exc: ApiError) -> _Retry:
         """Our copy was stale: re-read (the watch brings the new one) and decide again."""
         self.ctx.decide(self.name, "retry", obj, f"{exc.message}; re-reading")
@@ -605,7 +671,7 @@ class ResourceClaimController:
         """Upstream ``syncPodGroup``: create or adopt the claims of the group's template entries
         and name them in its ``status.resourceClaimStatuses`` (a merge patch of that field
         alone, as upstream's apply of it: the scheduler writes the group's conditions)."""
-        if self.upstream is None or self.upstream_rt is None:
+        if self.upstream is None:
             return False
         group = self.upstream.get(key[1], key[0])
         if group is None or _md(group).get("deletionTimestamp"):
@@ -617,7 +683,8 @@ class ResourceClaimController:
         progress, failed = self._create_claims(group, plan.create, statuses)
         recorded = status_claim_names(group)
         if statuses != recorded:
-            if self._record_claims(self.upstream_rt, self.upstream, group, key, recorded, statuses) is None:
+            if self._record_claims(self.upstream.rt_of(group), self.upstream, group, key, recorded,
+                                   statuses) is None:
                 return progress
             progress = True
         if failed is not None:
@@ -640,7 +707,7 @@ class ResourceClaimController:
                 created = True
         return created, failed
 
-    def _record_claims(self, rt: kinds.ResourceType, informer: Informer, owner: Obj, key: Key,
+    def _record_claims(self, rt: kinds.ResourceType, informer: Informer | _UpstreamGroups, owner: Obj, key: Key,
                        recorded: Mapping[str, str | None], wanted: dict[str, str | None]) -> Obj | None:
         """Name the owner's claims in its ``status.resourceClaimStatuses`` (a merge patch of that
         field alone); the owner as written, None when it is gone."""
@@ -794,8 +861,8 @@ class ResourceClaimController:
         if is_group_ref(ref):
             group = self.groups.get(name, ns) or self._confirm(kinds.POD_GROUP, name, ns)
             return release_reason(ref, group, group_has_live_pods=self.index.group_has_live_pods(ns, name))
-        if is_upstream_group_ref(ref) and self.upstream is not None and self.upstream_rt is not None:
-            group = self.upstream.get(name, ns) or self._confirm(self.upstream_rt, name, ns)
+        if is_upstream_group_ref(ref) and self.upstream is not None:
+            group = self.upstream.get(name, ns) or self._confirm_upstream(name, ns)
             return release_reason(ref, group, group_has_live_pods=self.index.upstream_group_has_live_pods(ns, name))
         rt = _BY_GROUP_RESOURCE.get((ref.get("apiGroup") or "", ref.get("resource") or ""))
         if rt is None:
@@ -817,8 +884,8 @@ class ResourceClaimController:
             owner = self._pod(oname, ns, str(ref.get("uid", "")))
         elif ref.get("kind") == kinds.POD_GROUP.kind and ref.get("apiVersion") == kinds.POD_GROUP.api_version:
             owner = self.groups.get(oname, ns) or self._confirm(kinds.POD_GROUP, oname, ns)
-        elif is_upstream_group_owner(ref) and self.upstream is not None and self.upstream_rt is not None:
-            owner = self.upstream.get(oname, ns) or self._confirm(self.upstream_rt, oname, ns)
+        elif is_upstream_group_owner(ref) and self.upstream is not None:
+            owner = self.upstream.get(oname, ns) or self._confirm_upstream(oname, ns)
             live = self.index.upstream_group_has_live_pods(ns, oname)
         else:
             return False
@@ -840,7 +907,8 @@ class ResourceClaimController:
 
 
 
-def split_claim_controller(*, workers: int, batch: int, upstream_groups: kinds.ResourceType | None = None,
+def split_claim_controller(*, workers: int, batch: int,
+                           upstream_groups: kinds.ResourceType | tuple[kinds.ResourceType, ...] | None = None,
                            ) -> tuple[ResourceClaimController, ResourceClaimController]:
     """Serve's claim controller as two instances over the same shared watches, each in a thread
     of its own: one syncs pods and PodGroups (the claims a new pod waits for) and one syncs

@@ -85,6 +85,13 @@ def pod_group_name(pod: Obj) -> str | None:
     return label or ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") or None
 
 
+def scheduling_group_name(pod: Obj) -> str | None:
+    """The upstream ``scheduling.k8s.io`` PodGroup a pod joins (``spec.schedulingGroup.podGroupName``),
+    or None. Its claims (KEP-5729) are owned by and reserved for that PodGroup, which the kubelet
+    checks as upstream ``resourceclaim.IsForPod`` / ``IsReservedForPod`` do with the pod's PodGroup."""
+    return ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") or None
+
+
 def status_claim_names(obj: Obj | None) -> dict[str, str | None]:
     """``status.resourceClaimStatuses`` of a pod or PodGroup as entry name -> claim name.
 

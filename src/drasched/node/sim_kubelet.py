@@ -89,6 +89,7 @@ from drasched.dra.claimrules import (
     is_reserved_for,
     pod_claim_name,
     pod_group_name,
+    scheduling_group_name,
 )
 from drasched.node.admission import Rejection, admit
 from drasched.node.inprocess import DriverRegistry, prepare_in_process, unprepare_in_process
@@ -276,6 +277,8 @@ class SimulatedKubelet:
         self.pods = Informer(ctx.store, kinds.POD)
         self.claims = Informer(ctx.store, kinds.RESOURCE_CLAIM)
         self.groups = Informer(ctx.store, kinds.POD_GROUP)
+        # upstream scheduling.k8s.io PodGroups (simulate keeps them as written, in either version)
+        self.upstream_groups = [Informer(ctx.store, rt) for rt in kinds.UPSTREAM_GANG if rt.kind == "PodGroup"]
         self.nodes = Informer(ctx.store, kinds.NODE)
         self.node_drivers.close()
         self.registry = DriverRegistry()
@@ -318,7 +321,7 @@ class SimulatedKubelet:
     def reconcile(self, ctx: ControllerContext) -> bool:
         """A pass over the bound pods that may have work: changed, due, or waiting to start."""
         self._attach(ctx)
-        changed = [inf.sync() for inf in (self.pods, self.claims, self.groups)]
+        changed = [inf.sync() for inf in (self.pods, self.claims, self.groups, *self.upstream_groups)]
         self.sync_drivers(ctx)
         nodes_changed, drivers_changed = self._nodes_changed, self._drivers_changed
         self._nodes_changed = self._drivers_changed = False
@@ -438,6 +441,9 @@ class SimulatedKubelet:
         ns = _md(pod).get("namespace")
         group_name = pod_group_name(pod)
         group = self.groups.get(group_name, ns) if group_name else None
+        upstream = scheduling_group_name(pod) if group is None else None
+        if upstream:  # KEP-5729: the claim of an upstream PodGroup is owned by and reserved for it
+            group = next((g for inf in self.upstream_groups if (g := inf.get(upstream, ns)) is not None), None)
         claims: list[Obj] = []
         for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
             try:

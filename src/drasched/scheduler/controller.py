@@ -165,7 +165,10 @@ class SchedulerController:
                  allocation_wall_time: float | None = None,
                  taint_rules: ResourceType | None = kinds.DEVICE_TAINT_RULE,
                  foreign: tuple[ResourceType, ...] = (), queue_status_period: float | None = None,
-                 gang_backoff: bool = False) -> None:
+                 gang_backoff: bool = False, log_foreign_problems: bool = True) -> None:
+        self.log_foreign_problems = log_foreign_problems
+        """Whether what the translation of ``foreign`` objects cannot use is logged, beside its Warning
+        Event (``drasched serve``); embedded: the manifest loader printed each already."""
         self.gang_backoff = gang_backoff
         """``drasched serve``: a failed gang backs off (see ``GANG_BACKOFF_INITIAL``); embedded: no,
         it is tried as soon as something may help (virtual time, every decision reproducible)."""
@@ -260,7 +263,7 @@ class SchedulerController:
         if self._unconfirmed and not self._unconfirmed.settle(ctx.store, self.cache, ctx.informers):
             self._retry_soon(ctx, now)  # the API server does not answer: decide nothing until it does
             return False
-        report_problems(ctx, self.name, self.cache.take_problems())
+        report_problems(ctx, self.name, self.cache.take_problems(), logged=self.log_foreign_problems)
         self._load_config(ctx)
         snap = self.builder.build(self.cache, self.bind_backoff, now)
         self._note_touched(snap)

@@ -2,7 +2,8 @@
 
 ``drasched serve`` reads the upstream gang API (``scheduling.k8s.io`` PodGroup and Workload),
 KAI-Scheduler's ``scheduling.run.ai`` Queue and PodGroup and scheduler-plugins'
-``scheduling.x-k8s.io`` PodGroup (coscheduling) where the server serves them.
+``scheduling.x-k8s.io`` PodGroup (coscheduling) where the server serves them; ``simulate`` reads
+the upstream gang API the same way from its memory store, which serves it (:data:`kinds.UPSTREAM_GANG`).
 The scheduler cache keeps each one translated, once per object version, by the pure
 functions of :mod:`drasched.api.foreign`, under drasched's own PodGroup and Queue kinds: the
 snapshot builder and its change log see one PodGroup kind and one Queue kind, whatever
@@ -48,10 +49,10 @@ WORKLOAD_OF: dict[ResourceType, ResourceType] = {
 """An upstream PodGroup reads the Workload template of its own version."""
 TARGETS = (kinds.POD_GROUP, kinds.QUEUE)
 CACHE_ONLY = "drasched.io/cache-only"
-"""Annotation (``"true"``) on a translation kept only in serve's cache: the server holds the
-object ``drasched.io/translated-from`` names, not this one. (``simulate`` creates its
-translations as drasched objects: they carry ``translated-from`` alone and are written to as
-any other.)"""
+"""Annotation (``"true"``) on a translation kept only in the scheduler's cache: the server (in
+``simulate``, the memory store) holds the object ``drasched.io/translated-from`` names, not this
+one. (``simulate`` creates its translations of KAI's and scheduler-plugins' objects as drasched
+objects: they carry ``translated-from`` alone and are written to as any other.)"""
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,12 @@ Obj = dict[str, Any]
 log = logging.getLogger("drasched")
 
 
-def report_problems(ctx: ControllerContext, controller: str, problems: list[Problem]) -> None:
-    """Log each problem and record it as a Warning Event on the object it is about."""
+def report_problems(ctx: ControllerContext, controller: str, problems: list[Problem], *, logged: bool = True) -> None:
+    """Log each problem (unless ``logged`` is False: ``simulate`` printed them when it read the
+    manifests) and record it as a Warning Event on the object it is about."""
     for p in problems:
-        log.warning("%s", p.message)
+        if logged:
+            log.warning("%s", p.message)
         ctx.event(p.obj, "Warning", p.reason, p.message)
         ctx.decide(controller, "error", p.obj, p.message)
 

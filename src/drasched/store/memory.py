@@ -198,7 +198,8 @@ class MemoryStore:
                 if self._key(rt, name, md.get("namespace")) not in self._objects:
                     break
             md["name"] = name
-        apply_crd_defaults(rt.kind, obj)
+        if rt.group == kinds.DRASCHED:  # an upstream PodGroup shares the kind's name, not its schema
+            apply_crd_defaults(rt.kind, obj)
         apply_builtin_defaults(rt.kind, obj)
         default_taint_times(rt.kind, obj, self._now_text())
         admitted = rt is kinds.POD and isinstance(obj.get("spec"), dict)
@@ -382,7 +383,8 @@ class MemoryStore:
                     nmd[field] = current["metadata"][field]
                 else:
                     nmd.pop(field, None)
-            apply_crd_defaults(rt.kind, new)
+            if rt.group == kinds.DRASCHED:
+                apply_crd_defaults(rt.kind, new)
             apply_builtin_defaults(rt.kind, new)
             default_taint_times(rt.kind, new, self._now_text(), current)
             if rt is kinds.POD and isinstance(new.get("spec"), dict):

@@ -275,6 +275,49 @@ def test_a_drasched_object_of_the_same_name_wins() -> None:
                             "PodGroup of the same name exists and wins"]
 
 
+def test_of_other_schedulers_pod_groups_of_one_name_the_upstream_one_wins_then_kais() -> None:
+    """As serve merges them (scheduler/foreign_intake.py): the upstream PodGroup (v1beta1 before
+    v1alpha2), then KAI's, then scheduler-plugins'; each loser is a warning naming the winner."""
+    md = {"name": "g", "namespace": "ml"}
+    upstream = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": md,
+                "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
+    older = {**upstream, "apiVersion": "scheduling.k8s.io/v1alpha2"}
+    kai = {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup", "metadata": md,
+           "spec": {"minMember": 3, "queue": "q"}}
+    cosched = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": md,
+               "spec": {"minMember": 4}}
+    out = translate([cosched, kai, older, upstream])
+    assert [o is not None for o in out.objects] == [False, False, False, True]
+    assert out.kept[0]["spec"]["minMember"] == 2
+    assert out.warnings == [
+        f"{version} PodGroup ml/g: ignored: scheduling.k8s.io/v1beta1 PodGroup of the same name exists and wins"
+        for version in ("scheduling.x-k8s.io/v1alpha1", "scheduling.run.ai/v2alpha2", "scheduling.k8s.io/v1alpha2")]
+    out = translate([cosched, kai])
+    assert [o is not None for o in out.objects] == [False, True]
+    assert out.warnings == ["scheduling.x-k8s.io/v1alpha1 PodGroup ml/g: ignored: scheduling.run.ai/v2alpha2 "
+                            "PodGroup of the same name exists and wins"]
+
+
+def test_an_upstream_pod_group_reads_the_workload_of_its_own_version_only() -> None:
+    """A server serves the gang API in one version (1.37 v1beta1, 1.36 v1alpha2): a v1beta1 PodGroup
+    naming a Workload given only as v1alpha2 finds none, as serve would not."""
+    workload = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "Workload",
+                "metadata": {"name": "job", "namespace": "ml"},
+                "spec": {"podGroupTemplates": [{"name": "workers", "schedulingPolicy": {"gang": {"minCount": 4}}}]}}
+    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "g", "namespace": "ml"},
+             "spec": {"workloadRef": {"workloadName": "job", "templateName": "workers"},
+                      "schedulingPolicy": {"gang": {"minCount": 2}}}}
+    out = translate([workload, group])
+    assert out.kept[0]["spec"] == {"minMember": 2}
+    assert out.warnings == [
+        "scheduling.k8s.io/v1alpha2 Workload ml/job: spec.podGroupTemplates[0] (workers): no PodGroup is created from "
+        "this template, so no pod can join it; create a PodGroup whose spec.podGroupTemplateRef.workload names "
+        "job/workers",
+        "scheduling.k8s.io/v1beta1 PodGroup ml/g: spec.workloadRef.workloadName: Workload ml/job does not exist; the "
+        "PodGroup's own fields are used"]
+
+
 def test_convert_prints_drasched_objects_and_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "kai.yaml"
     src.write_text(yaml.safe_dump_all([

@@ -3,15 +3,13 @@
 What kube-controller-manager 1.37's resourceclaim controller does for an upstream PodGroup
 (``pkg/controller/resourceclaim/controller.go``: ``syncPodGroup``, ``handlePodGroupClaim``,
 ``handleClaim`` with ``resourceclaim.BindTo``, ``syncClaim``), done by drasched's when the
-server serves the gang API (serve with ``--enable-claim-controller``). The memory store is
-taught the served kind for these tests, as the real server serves it.
+server serves the gang API (serve with ``--enable-claim-controller``), and in ``simulate``,
+whose memory store serves the gang API in both versions, each object kept as written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-
-import pytest
+from collections.abc import Sequence
 
 from drasched.api import kinds
 from drasched.controllers.claimutil import DELETE_PROTECTION_FINALIZER, POD_CLAIM_ANNOTATION
@@ -38,12 +36,6 @@ Obj = dict
 UPSTREAM = kinds.UPSTREAM_POD_GROUP
 PROTECTION = "scheduling.k8s.io/podgroup-protection"
 """What 1.37's PodGroupProtection admission plugin puts on every new PodGroup."""
-
-
-@pytest.fixture(autouse=True)
-def served_gang_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setitem(kinds._BY_KIND, (UPSTREAM.api_version, UPSTREAM.kind), UPSTREAM)
-    yield
 
 
 def _controller() -> ResourceClaimController:
@@ -253,3 +245,38 @@ def test_a_claim_named_by_an_upstream_group_is_not_the_controllers_to_delete() -
     settle(ctx, [_controller()])
     kept = must_claim(ctx, "dataset")
     assert "reservedFor" not in kept.get("status", {}) and "allocation" not in kept.get("status", {})
+
+
+def test_the_embedded_controller_reads_both_versions_and_writes_each_group_in_its_own() -> None:
+    """simulate's store keeps a v1alpha2 (1.36) and a v1beta1 (1.37) PodGroup as written: each gets its
+    claim, owned by it in its own apiVersion, named in its own status."""
+    ctx = new_ctx()
+    ctx.store.restore(template("gpu"))
+    old = {**_group("old"), "apiVersion": "scheduling.k8s.io/v1alpha2"}
+    groups = {"old": ctx.store.restore(old), "new": ctx.store.restore(_group("new"))}
+    ctx.store.restore(_member("o-0", "old"))
+    ctx.store.restore(_member("n-0", "new"))
+    settle(ctx, [ResourceClaimController(upstream_groups=(UPSTREAM, kinds.UPSTREAM_POD_GROUP_V1ALPHA2))])
+    made = {c["metadata"]["ownerReferences"][0]["name"]: c for c in claims_in(ctx)}
+    assert sorted(made) == ["new", "old"]
+    for name, rt in (("new", UPSTREAM), ("old", kinds.UPSTREAM_POD_GROUP_V1ALPHA2)):
+        assert made[name]["metadata"]["ownerReferences"] == [{
+            "apiVersion": rt.api_version, "kind": "PodGroup", "name": name,
+            "uid": groups[name]["metadata"]["uid"], "controller": True}]
+        written = ctx.store.peek(rt, name, NS)
+        assert written is not None
+        assert written["status"]["resourceClaimStatuses"] == [
+            {"name": "gpu", "resourceClaimName": made[name]["metadata"]["name"]}]
+    assert get_pod(ctx, "o-0")["status"]["resourceClaimStatuses"] == [
+        {"name": "gpu", "resourceClaimName": made["old"]["metadata"]["name"]}]
+
+
+def test_where_both_versions_hold_a_name_the_v1beta1_group_wins() -> None:
+    ctx = new_ctx()
+    ctx.store.restore(template("gpu"))
+    ctx.store.restore({**_group(), "apiVersion": "scheduling.k8s.io/v1alpha2"})
+    beta = ctx.store.restore(_group())
+    ctx.store.restore(_member("t-0"))
+    settle(ctx, [ResourceClaimController(upstream_groups=(UPSTREAM, kinds.UPSTREAM_POD_GROUP_V1ALPHA2))])
+    (made,) = claims_in(ctx)
+    assert made["metadata"]["ownerReferences"][0]["uid"] == beta["metadata"]["uid"]
