@@ -18,7 +18,7 @@ from typing import Any
 from drasched.node import gpu_driver
 from drasched.node.example_gpu import ExampleGpuDriver, example_config, example_device_classes, is_example_driver
 from drasched.node.gpu_driver import GpuDriver, MockGpuConfig
-from drasched.node.nvidia_gpu import NVIDIA_DRIVER_NAME, NvidiaGpuDriver, gpu_model, model_memory
+from drasched.node.nvidia_gpu import NVIDIA_DRIVER_NAME, NvidiaGpuDriver, gpu_model, model_memory, nvidia_device_classes
 from drasched.node.publisher import PublishError, SlicePublisher
 
 
@@ -113,6 +113,10 @@ def cmd_gpu(args: argparse.Namespace) -> int:
         return 1
     if is_example_driver(driver.name):  # the one class its helm chart installs
         classes = example_device_classes(driver.name, extended_resource_name=args.extended_resource_name or "")
+    elif driver.name == NVIDIA_DRIVER_NAME:  # its chart's gpu.nvidia.com and mig.nvidia.com (type gpu / mig)
+        classes = nvidia_device_classes()
+        if args.extended_resource_name:
+            classes[0]["spec"]["extendedResourceName"] = args.extended_resource_name
     else:
         classes = gpu_driver.device_classes(driver.name, extended_resource_name=args.extended_resource_name,
                                             partitions=bool(args.partitions))

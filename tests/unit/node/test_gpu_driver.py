@@ -254,6 +254,16 @@ def test_print_slices_under_nvidias_name_publishes_as_nvidias_driver(capsys: pyt
     assert device["attributes"]["architecture"] == {"string": "Ampere"}
     assert device["attributes"]["cudaComputeCapability"] == {"version": "8.0.0"}
     assert device["capacity"]["memory"] == {"value": "40Gi"}
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "DeviceClass"] == ["gpu.nvidia.com", "mig.nvidia.com"]
+    # with MIG devices the classes are still the chart's (mig.nvidia.com selects type mig)
+    assert main(["driver", "gpu", "--node", "n", "--print-slices", "--count", "1", "--driver-name", "gpu.nvidia.com",
+                 "--model", "NVIDIA A100-SXM4-40GB", "--partitions"]) == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    classes = {d["metadata"]["name"]: d for d in docs if d["kind"] == "DeviceClass"}
+    assert sorted(classes) == ["gpu.nvidia.com", "mig.nvidia.com"]
+    mig_devices = [d for s in docs if s["kind"] == "ResourceSlice" for d in s["spec"].get("devices") or []
+                   if d["attributes"].get("type") == {"string": "mig"}]
+    assert mig_devices and "type == 'mig'" in classes["mig.nvidia.com"]["spec"]["selectors"][0]["cel"]["expression"]
     # the plain mock keeps its defaults
     assert main(["driver", "gpu", "--node", "n", "--print-slices", "--count", "1"]) == 0
     (slice_,) = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d["kind"] == "ResourceSlice"]
