@@ -44,6 +44,14 @@ BUILT_IN: dict[str, Callable[[str], Obj]] = {
         {"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 2**63}]),
     "pod-quantity-with-a-space": lambda ns: _pod(ns, containers=[
         {"name": "c", "image": "busybox", "resources": {"requests": {"memory": "80 Gi"}}}]),
+    "pod-spread-constraint-is-a-string": lambda ns: _pod(ns, topologySpreadConstraints=["zone"]),
+    "pod-env-value-is-a-number": lambda ns: _pod(ns, containers=[
+        {"name": "c", "image": "busybox", "env": [{"name": "WORKERS", "value": 4}]}]),
+    "pod-volumes-is-a-map": lambda ns: _pod(ns, volumes={"data": {"emptyDir": {}}}),
+    "pod-probe-period-is-a-string": lambda ns: _pod(ns, containers=[
+        {"name": "c", "image": "busybox", "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": "10"}}]),
+    "pod-run-as-user-is-a-string": lambda ns: _pod(ns, securityContext={"runAsUser": "1000"}),
+    "pod-host-ipc-is-a-string": lambda ns: _pod(ns, hostIPC="yes"),
     "configmap-data-not-strings": lambda ns: {"apiVersion": "v1", "kind": "ConfigMap",
                                               "metadata": {"name": _name(), "namespace": ns},
                                               "data": {"a": ["x", "y"]}},

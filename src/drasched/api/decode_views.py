@@ -126,6 +126,66 @@ class ContainerPort(View):
     host_ip: str = msgspec.field(default="", name="hostIP")
 
 
+class EnvVar(View):
+    name: str = ""
+    value: str = ""
+
+
+class EnvFromSource(View):
+    prefix: str = ""
+
+
+class Probe(View):
+    initial_delay_seconds: Int32 = 0
+    timeout_seconds: Int32 = 0
+    period_seconds: Int32 = 0
+    success_threshold: Int32 = 0
+    failure_threshold: Int32 = 0
+    termination_grace_period_seconds: int | None = None
+
+
+class SecurityContext(View):
+    """A container's ``securityContext`` (the fields of one JSON type; the nested ones are left to the server)."""
+
+    privileged: bool | None = None
+    run_as_user: int | None = None
+    run_as_group: int | None = None
+    run_as_non_root: bool | None = None
+    read_only_root_filesystem: bool | None = None
+    allow_privilege_escalation: bool | None = None
+
+
+class PodSecurityContext(View):
+    run_as_user: int | None = None
+    run_as_group: int | None = None
+    run_as_non_root: bool | None = None
+    fs_group: int | None = None
+    supplemental_groups: list[int] = []
+
+
+class LocalObjectReference(View):
+    name: str = ""
+
+
+class Volume(View):
+    """A pod volume's name; its source (one of many kinds) is left to the server."""
+
+    name: str = ""
+
+
+class PodReadinessGate(View):
+    condition_type: str = ""
+
+
+class HostAlias(View):
+    ip: str = ""
+    hostnames: list[str] = []
+
+
+class PodOS(View):
+    name: str = ""
+
+
 class VolumeMount(View):
     name: str = ""
     read_only: bool = False
