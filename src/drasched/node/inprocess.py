@@ -97,11 +97,6 @@ class DriverRegistry:
             return None
         return dict(info.results)
 
-    def prepared_on(self, node_name: str) -> dict[str, dict[str, PrepareResult]]:
-        """Claim UID -> driver -> answer, for every claim some driver prepared on the node."""
-        return {uid: dict(info.results) for (n, uid), info in sorted(self._claims.items())
-                if n == node_name and info.results}
-
     def pods_using(self, node_name: str, claim_uid: str) -> set[str]:
         info = self._claims.get((node_name, claim_uid))
         return set(info.pods) if info is not None else set()
