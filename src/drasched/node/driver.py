@@ -55,7 +55,8 @@ class AllocatedDevice:
     published: Obj = field(default_factory=dict)
     """The device as this driver published it (attributes, capacity...)."""
     config: Any = None
-    """The opaque parameters for this driver that apply to this request (last one wins), if any."""
+    """The opaque parameters for this driver that apply to this request (last one wins, class configs
+    before claim configs; one naming no request only if :meth:`Driver.config_applies`), if any."""
 
 
 class Driver(ABC):
@@ -74,6 +75,16 @@ class Driver(ABC):
         Raise ``ConfigError`` with a message a user can act on. The default accepts none.
         """
         raise ConfigError(f"driver {self.name} takes no opaque configuration")
+
+    def config_applies(self, config: Any, published: Obj) -> bool:
+        """Whether ``config`` (as :meth:`validate_config` parsed it), from an allocation config that
+        names no request (it applies to every request of the claim), is meant for ``published``.
+
+        When it is not, the kit passes it over for that device, and the config before it in
+        precedence applies instead; a config that names the device's request is always handed
+        over, for :meth:`prepare` to refuse if it must. The default: every config applies.
+        """
+        return True
 
     @abstractmethod
     def prepare(self, claim: ClaimRef, device: AllocatedDevice) -> ContainerEdits:

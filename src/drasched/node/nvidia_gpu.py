@@ -63,12 +63,18 @@ unknown. Intervals ``Default``, ``Short``, ``Medium``, ``Long`` (``Default`` whe
 ``timeSlicingConfig`` with MPS is refused; ``defaultActiveThreadPercentage`` is 0..100;
 ``defaultPinnedDeviceMemoryLimit`` and ``defaultPerDevicePinnedMemoryLimit`` values are
 quantities of at least 1Mi (normalized to ``<N>M`` as the driver hands them to MPS), the
-per-device keys a device UUID or index. A ``GpuConfig`` on a MIG device or a
-``MigDeviceConfig`` on a GPU fails the claim (``cannot apply GpuConfig to device ...``); the
-driver skips such a config instead when it names no requests, which the kit's last-one-wins
-hand-over cannot tell apart, so here it fails too. The mock's own ``gpu.drasched.io/v1alpha1``
-``GpuConfig`` is accepted as well (a drasched extension). A bad config fails the claim at
-prepare time with a message naming the field.
+per-device keys a device UUID or index. Which config a device gets follows ``prepareDevices``:
+the highest in precedence (claim configs over class configs, later over earlier, the driver's
+defaults lowest) that names the device's request or names none. A ``GpuConfig`` on a MIG device
+or a ``MigDeviceConfig`` on a GPU that names the request fails the claim (``cannot apply
+GpuConfig to device ...``); one that names no request is skipped for that device
+(:meth:`NvidiaGpuDriver.config_applies`) and the next one down applies. A config names no request
+when the claim's config lists none, or, for a DeviceClass's config (``FromClass``), when the
+allocator dropped the list because the class serves every request of the claim: a class that
+selects both GPUs and MIG devices may carry a ``GpuConfig`` for its GPUs without failing the
+claims that get a MIG device from it. The mock's own ``gpu.drasched.io/v1alpha1`` ``GpuConfig``
+is accepted as well (a drasched extension). A bad config fails the claim at prepare time with a
+message naming the field.
 
 **DeviceClasses** (``deployments/helm/.../templates/deviceclass-gpu.yaml``,
 ``deviceclass-mig.yaml``): :func:`nvidia_device_classes` are the chart's ``gpu.nvidia.com``
@@ -542,11 +548,26 @@ class NvidiaGpuDriver(GpuDriver):
                 return gpu
         raise ValueError(f"device {device.device} names no GPU of this node")
 
+    @staticmethod
+    def _device_type(published: Obj) -> str:
+        return str(((published.get("attributes") or {}).get("type") or {}).get("string", ""))
+
+    @staticmethod
+    def _fits(cfg: Any, device_type: str) -> bool:
+        """A ``GpuConfig`` is for full GPUs, a ``MigDeviceConfig`` for MIG devices (the mock's own
+        config for any)."""
+        return not isinstance(cfg, NvidiaSharing) or (cfg.kind == GPU_CONFIG_KIND) == (device_type == "gpu")
+
+    def config_applies(self, config: Any, published: Obj) -> bool:
+        # device_state.go prepareDevices: a config with len(Requests) == 0 of the other kind is
+        # passed over for the device (continue), one that names the request fails it.
+        return self._fits(config, self._device_type(published))
+
     def prepare(self, claim: ClaimRef, device: AllocatedDevice) -> ContainerEdits:
-        kind = ((device.published.get("attributes") or {}).get("type") or {}).get("string", "")
+        kind = self._device_type(device.published)
         cfg = device.config
-        if isinstance(cfg, NvidiaSharing) and (cfg.kind == GPU_CONFIG_KIND) != (kind == "gpu"):
-            # device_state.go prepareDevices
+        if not self._fits(cfg, kind):
+            # device_state.go prepareDevices: a config naming the request must fit the device
             raise ConfigError(f"cannot apply {cfg.kind} to device {device.device!r} of type {kind!r} "
                               f"(request: {device.request})")
         edits = super().prepare(claim, device)

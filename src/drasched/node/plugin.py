@@ -252,10 +252,13 @@ class KubeletPlugin:
                 if c.requests and r.request not in c.requests and _base_request(r.request) not in c.requests:
                     continue
                 try:
-                    parsed = self.driver.validate_config(c.opaque.parameters)
+                    value = self.driver.validate_config(c.opaque.parameters)
                 except ConfigError as exc:
                     raise _ClaimError(f"ResourceClaim {ref}: invalid configuration for driver {self.driver.name} "
                                       f"(from {'class' if c.source == 'FromClass' else 'claim'}): {exc}") from None
+                if not c.requests and not self.driver.config_applies(value, published):
+                    continue  # meant for other devices (NVIDIA's GpuConfig on a MIG device): the one before applies
+                parsed = value
             devices.append(AllocatedDevice(
                 request=r.request, pool=r.pool, device=r.device, share_id=r.share_id or "",
                 admin_access=bool(r.admin_access),

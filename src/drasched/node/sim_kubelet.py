@@ -39,10 +39,11 @@ What it does, per pod bound to a node (``spec.nodeName`` set):
 
 A prepare error is never fatal, as upstream's kubelet has it: its runtime prepares a pod's
 claims before it creates the pod sandbox and, on an error, records a Warning event
-``FailedPrepareDynamicResources`` and returns without failing the sync (kuberuntime_manager.go
-``SyncPod``), so the pod stays ``Pending``, its containers waiting in ``ContainerCreating``
-(``PodInitializing`` with init containers; the error is in no status field, only in the event),
-and its pod worker syncs it again after the resync interval (pod_workers.go ``completeWork``: a
+``FailedPrepareDynamicResources`` (message ``Failed to prepare dynamic resources: <error>``) and
+returns without failing the sync (kuberuntime_manager.go ``SyncPod``), so the pod stays
+``Pending``, its containers waiting in ``ContainerCreating`` (``PodInitializing`` with init
+containers; the error is in no status field, only in the event), and its pod worker syncs it
+again after the resync interval (pod_workers.go ``completeWork``: a
 sync that returned no error is requeued after ``syncFrequency``, 1m by default, jittered up to
 half as much again), for ever, until the claim or driver changes or the pod is deleted. What did
 prepare stays prepared (dra/manager.go ``prepareResources`` unprepares nothing on an error) until
@@ -51,13 +52,15 @@ prepare keeps its replicas waiting instead of replacing failed pods round after 
 whatever the cause (a device still prepared for another pod's claim, an opaque configuration the
 driver refuses, a device it does not publish, a recreated claim, a broken driver, a claim not
 allocated or not reserved for the pod), the pod gets that status, one Warning event per distinct
-message (a repeat is not recorded again: upstream's recorder aggregates it into the same Event)
-and a ``prepare-failed`` decision, and is tried again on every pass that sees a change (a pod,
-claim, PodGroup or Node written, a driver started, republished or stopped, a device unprepared;
-upstream would notice at its next resync, up to 1m30s later) and every :data:`RESYNC_INTERVAL` of
-virtual time that passes for other work. That resync does not wake the run: in a simulation only
-a change can clear a prepare error, and a retry that can only fail again, for ever, would keep the
-run from ending (restarts that nothing ends follow the same rule, see *Finish*).
+message (a repeat is not recorded again: upstream's recorder counts it on the same Event,
+``count`` + 1, but the embedded run's ``ctx.event`` writes every Event anew with count 1, so one
+per retry would pile up Events instead) and a ``prepare-failed`` decision, and is tried again on
+every pass that sees a change (a pod, claim, PodGroup or Node written, a driver started,
+republished or stopped, a device unprepared; upstream would notice at its next resync, up to
+1m30s later) and every :data:`RESYNC_INTERVAL` of virtual time that passes for other work. That
+resync does not wake the run: in a simulation only a change can clear a prepare error, and a retry
+that can only fail again, for ever, would keep the run from ending (restarts that nothing ends
+follow the same rule, see *Finish*).
 
 Unprepare runs when a pod finishes or is deleted, before its Succeeded status or its
 removal is written, so a claim is never released (and its devices never handed to the next
@@ -111,6 +114,10 @@ Obj = dict[str, Any]
 SIM_DURATION_ANNOTATION = "drasched.io/sim-duration"
 SIM_TERMINATION_ANNOTATION = "drasched.io/sim-termination"
 SIM_EXIT_CODE_ANNOTATION = "drasched.io/sim-exit-code"
+
+PREPARE_FAILED_PREFIX = "Failed to prepare dynamic resources: "
+"""How upstream's kubelet words a ``FailedPrepareDynamicResources`` Warning: kuberuntime_manager.go
+``SyncPod`` records ``Eventf(..., "Failed to prepare dynamic resources: %v", err)``."""
 
 RESYNC_INTERVAL = timedelta(minutes=1)
 """How long a pod whose claims failed to prepare waits before it is tried again for time alone:
@@ -431,7 +438,8 @@ class SimulatedKubelet:
             return
         failure = self._prepare(pod, claims)
         if failure is not None:
-            self._warn_once(pod, "FailedPrepareDynamicResources", failure.message + "; the pod keeps running")
+            self._warn_once(pod, "FailedPrepareDynamicResources",
+                            PREPARE_FAILED_PREFIX + failure.message + "; the pod keeps running")
 
     def _claims_ready(self, pod: Obj) -> tuple[list[Obj], str | None, bool]:
         """The pod's claims, or why it cannot start yet, and whether that is for good unless
@@ -522,7 +530,8 @@ class SimulatedKubelet:
         key = (md.get("uid", ""), "FailedPrepareDynamicResources")
         if self._warned.get(key) != message:
             self._warned[key] = message
-            self.ctx.event(pod, "Warning", "FailedPrepareDynamicResources", message, component=self.name)
+            self.ctx.event(pod, "Warning", "FailedPrepareDynamicResources", PREPARE_FAILED_PREFIX + message,
+                           component=self.name)
             every = _go_seconds(int(RESYNC_INTERVAL.total_seconds()))
             self.ctx.decide(self.name, "prepare-failed", pod,
                             f"node {_node(pod)}: {message}; the pod stays Pending (containers not created) "

@@ -42,12 +42,16 @@ def binding_waits(objects: list[Obj]) -> dict[str, str]:
 
 
 PREPARE_FAILED = "FailedPrepareDynamicResources"
+PREPARE_FAILED_PREFIX = "Failed to prepare dynamic resources: "
+"""How upstream's kubelet (kuberuntime_manager.go ``SyncPod``) and the simulated one word that
+Warning before the error; the reason already says as much, so the report shows the error alone."""
 
 
 def prepare_errors(objects: list[Obj]) -> dict[str, str]:
-    """Pod UID -> why the kubelet could not prepare its claims: the last ``FailedPrepareDynamicResources``
-    Warning about it. Upstream's kubelet keeps such a pod Pending, its containers waiting in
-    ``ContainerCreating``, and says why only in that event (no status field holds it)."""
+    """Pod UID -> why the kubelet could not prepare its claims: the error of the last
+    ``FailedPrepareDynamicResources`` Warning about it, without its :data:`PREPARE_FAILED_PREFIX`.
+    Upstream's kubelet keeps such a pod Pending, its containers waiting in ``ContainerCreating``,
+    and says why only in that event (no status field holds it)."""
     last: dict[str, tuple[tuple[str, str], str]] = {}
     for ev in objects:
         if ev.get("kind") != "Event" or ev.get("reason") != PREPARE_FAILED or ev.get("type") != "Warning":
@@ -57,7 +61,7 @@ def prepare_errors(objects: list[Obj]) -> dict[str, str]:
             continue
         order = (str(ev.get("lastTimestamp") or ""), str(_md(ev).get("name") or "").rsplit(".", 1)[-1])
         if inv["uid"] not in last or order >= last[inv["uid"]][0]:
-            last[inv["uid"]] = (order, str(ev.get("message") or ""))
+            last[inv["uid"]] = (order, str(ev.get("message") or "").removeprefix(PREPARE_FAILED_PREFIX))
     return {uid: message for uid, (_, message) in last.items()}
 
 

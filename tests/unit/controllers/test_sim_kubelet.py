@@ -125,7 +125,9 @@ def test_prepare_hook_failure_keeps_the_pod_pending_with_an_event() -> None:
     settle(ctx, [kubelet])
     assert get_pod(ctx, "p")["status"]["phase"] == "Pending"
     (warning,) = events(ctx, "FailedPrepareDynamicResources", "p")
-    assert warning["message"] == "driver gpu.example.com: cannot prepare 1 claim(s)"
+    # kuberuntime_manager.go SyncPod: Eventf(..., "Failed to prepare dynamic resources: %v", err)
+    assert warning["message"] == ("Failed to prepare dynamic resources: "
+                                  "driver gpu.example.com: cannot prepare 1 claim(s)")
 
 
 def test_extended_resource_claim_must_be_reserved_before_start() -> None:

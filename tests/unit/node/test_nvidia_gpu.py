@@ -30,10 +30,12 @@ from drasched.node.nvidia_gpu import (
     nvidia_device_classes,
     parse_nvidia_config,
 )
+from drasched.node.plugin import KubeletPlugin
 from drasched.node.publisher import SlicePublisher
 from drasched.node.sim_drivers import SIM_GPUS_ANNOTATION, parse_sim_gpus
 from drasched.node.sim_kubelet import SimulatedKubelet
 from tests.unit.controllers.helpers import decisions, new_ctx, settle
+from tests.unit.node.helpers import add_claim, result, store_with_node
 
 Obj = dict[str, Any]
 A100_40 = "NVIDIA A100-SXM4-40GB"
@@ -331,6 +333,69 @@ def test_config_of_the_wrong_kind_fails_prepare(device: str, params: Obj, messag
     d = driver(partitions=True)
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         d.prepare(ClaimRef("default", "u", "c"), _allocated(d, device, parse_nvidia_config(params)))
+
+
+def _prepare_with(results: list[tuple[str, str]], config: list[Obj]) -> tuple[str, dict[str, list[str]]]:
+    """Prepare one claim (``(request, device)`` results, ``config`` as the allocator wrote it) through
+    the kit on a fresh node; return its error and each device's sharing env."""
+    store = store_with_node("n")
+    plugin = KubeletPlugin(store, driver(count=2, partitions=True), "n")
+    ref = add_claim(store, "c", [result(dev, request=req, pool="n", driver=NVIDIA_DRIVER_NAME)
+                                 for req, dev in results], config=config)
+    answer = plugin.node_prepare_resources([ref])[ref.uid]
+    spec = plugin.cdi.specs.get(ref.uid) or {"devices": []}
+    envs = [sorted(e for e in d["containerEdits"].get("env") or [] if "_SHARING_STRATEGY=" in e)
+            for d in spec["devices"]]
+    return answer.error, dict(zip([dev for _, dev in results], envs, strict=False))
+
+
+def _cfg(source: str, params: Obj, requests: list[str] | None = None) -> Obj:
+    return {"source": source, **({"requests": requests} if requests else {}),
+            "opaque": {"driver": NVIDIA_DRIVER_NAME, "parameters": params}}
+
+
+MIG0 = "gpu-0-mig-1g5gb-19-0"
+
+
+@pytest.mark.parametrize(("results", "config", "error", "env"), [
+    # A class that selects GPUs and MIG devices alike, with a GpuConfig: the allocator drops the
+    # requests of a config whose class serves every request, so it names none and a MIG device
+    # passes it over (the driver's default MigDeviceConfig: no sharing); a full GPU gets it.
+    ([("gpu", MIG0)], [_cfg("FromClass", _gpu(strategy="TimeSlicing"))], "", {MIG0: []}),
+    ([("gpu", "gpu-0")], [_cfg("FromClass", _gpu(strategy="TimeSlicing"))], "",
+     {"gpu-0": ["GPU_DEVICE_0_SHARING_STRATEGY=TimeSlicing"]}),
+    ([("gpu", "gpu-0")], [_cfg("FromClass", _mig(strategy="MPS"))], "", {"gpu-0": []}),
+    # Passed over, the config below it applies: the claim's MigDeviceConfig for the MIG device,
+    # the class's GpuConfig for the GPU.
+    ([("a", "gpu-1"), ("b", MIG0)],
+     [_cfg("FromClass", _gpu(strategy="TimeSlicing")), _cfg("FromClaim", _mig(strategy="MPS"))], "",
+     {"gpu-1": ["GPU_DEVICE_1_SHARING_STRATEGY=TimeSlicing"],
+      MIG0: ["GPU_DEVICE_0_MIG_1G5GB_19_0_SHARING_STRATEGY=MPS"]}),
+    # A config that names the request must fit: from the claim, or from a class that serves only
+    # some of the claim's requests (the allocator keeps the class config's requests then).
+    ([("gpu", MIG0)], [_cfg("FromClaim", _gpu(strategy="TimeSlicing"), ["gpu"])],
+     f"cannot apply GpuConfig to device '{MIG0}' of type 'mig' (request: gpu)", {}),
+    ([("gpu", MIG0), ("other", "gpu-1")], [_cfg("FromClass", _gpu(strategy="TimeSlicing"), ["gpu"])],
+     f"cannot apply GpuConfig to device '{MIG0}' of type 'mig' (request: gpu)", {}),
+    ([("gpu", "gpu-0")], [_cfg("FromClass", _mig(strategy="MPS"), ["gpu"])],
+     "cannot apply MigDeviceConfig to device 'gpu-0' of type 'gpu' (request: gpu)", {}),
+], ids=["class-gpuconfig-skips-mig", "class-gpuconfig-applies-to-gpu", "class-migconfig-skips-gpu",
+        "skipped-falls-through", "claim-naming-request-fails", "class-naming-request-fails",
+        "class-migconfig-naming-request-fails"])
+def test_a_config_of_another_kind_is_skipped_unless_it_names_the_request(
+        results: list[tuple[str, str]], config: list[Obj], error: str, env: dict[str, list[str]]) -> None:
+    """NVIDIA's prepareDevices (github.com/NVIDIA/k8s-dra-driver-gpu, cmd/gpu-kubelet-plugin/
+    device_state.go): configs in precedence order (GetOpaqueDeviceConfigs: class, then claim; the
+    default GpuConfig and MigDeviceConfig lowest), walked from the highest; one whose Requests
+    contain the device's request applies, and fails the claim with ``cannot apply GpuConfig to
+    device ...`` when of the other kind; one with no Requests of the other kind is passed over
+    (``continue``). The source does not matter by itself: a DeviceClass's config names no request
+    when the allocator dropped its list for covering every request of the claim
+    (dynamic-resource-allocation/structured allocator: "empty means all")."""
+    got_error, got_env = _prepare_with(results, config)
+    assert got_error.endswith(error) if error else got_error == ""
+    if not error:
+        assert got_env == env
 
 
 # ---- DeviceClasses (helm chart templates/deviceclass-*.yaml) ----------------------------------------

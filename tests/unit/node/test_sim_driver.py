@@ -321,6 +321,7 @@ def test_prepare_error_keeps_the_pod_pending_until_a_change_clears_it(
         assert conds[cond_type]["message"] == "containers with unready status: [c0]"
     (warning,) = events(ctx, "FailedPrepareDynamicResources", "p")  # tried many times, said once
     assert warning["type"] == "Warning" and message in warning["message"]
+    assert warning["message"].startswith("Failed to prepare dynamic resources: ")  # upstream's Eventf format
     ((obj, said),) = decisions(ctx, "prepare-failed")
     assert obj == "Pod/default/p" and message in said and "stays Pending" in said
     assert decisions(ctx, "fail") == [] and decisions(ctx, "unprepare") == []

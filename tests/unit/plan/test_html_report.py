@@ -148,6 +148,27 @@ def test_a_placed_pod_whose_claims_cannot_be_prepared_is_pending_by_the_drivers_
     groups = pending_by_reason(result.objects)
     assert sorted(p for pods in groups.values() for p in pods) == [
         "default/bare", "default/web-8695b8b654-8zgmf", "default/web-8695b8b654-fprnz"]
+    # The event says "Failed to prepare dynamic resources: <error>", as upstream's; the reason shows the error.
     assert all(why.startswith("FailedPrepareDynamicResources: ResourceClaim default/")
                and why.endswith("sharing.strategy must be TimeSlicing or SpacePartitioning, not 'Magic'")
                for why in groups)
+
+
+def test_the_pending_reason_drops_the_kubelets_prepare_prefix() -> None:
+    """Upstream's kubelet words the event ``Failed to prepare dynamic resources: <error>``
+    (kuberuntime_manager.go ``SyncPod``), and so does the simulated one; the report's reason shows
+    the event reason and the error, once, whether the event says so or not (an older capture)."""
+    def pod(name: str) -> Obj:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": name},
+                "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]},
+                "status": {"phase": "Pending"}}
+
+    def event(name: str, message: str) -> Obj:
+        return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": f"{name}.1", "namespace": "default"},
+                "involvedObject": {"kind": "Pod", "name": name, "namespace": "default", "uid": name},
+                "type": "Warning", "reason": "FailedPrepareDynamicResources", "message": message,
+                "lastTimestamp": "2026-01-01T00:00:00Z"}
+
+    error = "NodePrepareResources failed for ResourceClaim default/c: device n1/gpu-0 is busy"
+    objects = [pod("a"), pod("b"), event("a", f"Failed to prepare dynamic resources: {error}"), event("b", error)]
+    assert pending_by_reason(objects) == {f"FailedPrepareDynamicResources: {error}": ["default/a", "default/b"]}
