@@ -52,6 +52,30 @@ BUILT_IN: dict[str, Callable[[str], Obj]] = {
         {"name": "c", "image": "busybox", "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": "10"}}]),
     "pod-run-as-user-is-a-string": lambda ns: _pod(ns, securityContext={"runAsUser": "1000"}),
     "pod-host-ipc-is-a-string": lambda ns: _pod(ns, hostIPC="yes"),
+    "pod-dns-nameservers-is-a-string": lambda ns: _pod(ns, dnsConfig={"nameservers": "10.0.0.10"}),
+    "pod-dns-option-value-is-a-number": lambda ns: _pod(ns, dnsConfig={"options": [{"name": "ndots", "value": 2}]}),
+    "pod-prestop-sleep-seconds-is-a-string": lambda ns: _pod(ns, containers=[
+        {"name": "c", "image": "busybox", "lifecycle": {"preStop": {"sleep": {"seconds": "5"}}}}]),
+    "pod-poststart-port-is-a-fraction": lambda ns: _pod(ns, containers=[
+        {"name": "c", "image": "busybox", "lifecycle": {"postStart": {"httpGet": {"path": "/", "port": 80.5}}}}]),
+    "pod-config-map-item-mode-is-a-string": lambda ns: _pod(ns, volumes=[
+        {"name": "cfg", "configMap": {"name": "cm", "items": [{"key": "k", "path": "p", "mode": "0644"}]}}]),
+    "pod-claim-read-only-is-a-string": lambda ns: _pod(ns, volumes=[
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data", "readOnly": "true"}}]),
+    "pod-empty-dir-size-limit-is-a-bool": lambda ns: _pod(ns, volumes=[
+        {"name": "tmp", "emptyDir": {"sizeLimit": True}}]),
+    "pod-secret-key-ref-optional-is-a-string": lambda ns: _pod(ns, containers=[
+        {"name": "c", "image": "busybox", "env": [{"name": "TOKEN", "valueFrom": {
+            "secretKeyRef": {"name": "s", "key": "token", "optional": "yes"}}}]}]),
+    "pod-env-divisor-not-a-quantity": lambda ns: _pod(ns, containers=[
+        {"name": "c", "image": "busybox", "env": [{"name": "MEM", "valueFrom": {
+            "resourceFieldRef": {"resource": "limits.memory", "divisor": "1 Mi"}}}]}]),
+    "pod-volume-device-path-is-a-number": lambda ns: _pod(ns, containers=[
+        {"name": "c", "image": "busybox", "volumeDevices": [{"name": "blk", "devicePath": 1}]}]),
+    "job-template-dns-search-is-a-number": lambda ns: {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": _name(), "namespace": ns},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "dnsConfig": {"searches": [1]},
+                                       "containers": [{"name": "c", "image": "busybox"}]}}}},
     "configmap-data-not-strings": lambda ns: {"apiVersion": "v1", "kind": "ConfigMap",
                                               "metadata": {"name": _name(), "namespace": ns},
                                               "data": {"a": ["x", "y"]}},
@@ -94,3 +118,46 @@ def test_a_crd_int32_field_beyond_int32_is_422(store: ClusterStore) -> None:
         store.create(queue)
     assert err.value.code == 422
     assert "format int32" in err.value.message
+
+
+def test_well_typed_values_in_every_shaped_pod_field_are_accepted(store: ClusterStore, ns: str) -> None:
+    """The shapes are no stricter than the decoder: a port by name or by number, a quantity as
+    a string or as a number, an optional field left out all decode."""
+    container = {
+        "name": "c", "image": "busybox",
+        "env": [{"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}},
+                {"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu", "divisor": 1}}},
+                {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                {"name": "CFG", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "k", "optional": True}}},
+                {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "token", "optional": True}}}],
+        "envFrom": [{"configMapRef": {"name": "cm", "optional": True}}, {"secretRef": {"name": "s", "optional": True}}],
+        "lifecycle": {"postStart": {"httpGet": {"path": "/", "port": "http",
+                                                "httpHeaders": [{"name": "a", "value": "b"}]}},
+                      "preStop": {"tcpSocket": {"port": 8080}}},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10},
+        "readinessProbe": {"grpc": {"port": 9000}},
+        "ports": [{"name": "http", "containerPort": 8080}],
+        "resizePolicy": [{"resourceName": "cpu", "restartPolicy": "NotRequired"}],
+        "volumeMounts": [{"name": "cfg", "mountPath": "/cfg"}, {"name": "tmp", "mountPath": "/tmp"},
+                         {"name": "all", "mountPath": "/all"}, {"name": "data", "mountPath": "/data"},
+                         {"name": "scratch", "mountPath": "/scratch"}],
+        "resources": {"limits": {"cpu": "1", "memory": "1Gi"}},
+    }
+    pod = _pod(ns, containers=[container], dnsConfig={
+        "nameservers": ["10.0.0.10"], "searches": ["svc.cluster.local"],
+        "options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}]}, volumes=[
+        {"name": "cfg", "configMap": {"name": "cm", "items": [{"key": "k", "path": "p", "mode": 0o644}],
+                                      "defaultMode": 0o444, "optional": True}},
+        {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": 1048576}},
+        {"name": "all", "projected": {"sources": [
+            {"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}},
+            {"downwardAPI": {"items": [{"path": "mem", "resourceFieldRef": {
+                "containerName": "c", "resource": "limits.memory", "divisor": "1Mi"}}]}},
+            {"secret": {"name": "s", "items": [{"key": "token", "path": "t"}], "optional": True}}]}},
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data", "readOnly": True}},
+        {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"metadata": {"labels": {"app": "x"}}, "spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}}},
+    ])
+    created = store.create(pod)
+    assert created["spec"]["containers"][0]["lifecycle"]["postStart"]["httpGet"]["port"] == "http"
+    assert created["spec"]["dnsConfig"]["options"][1] == {"name": "edns0"}

@@ -25,14 +25,20 @@ from drasched.api.decode_views import (
     ConfigMap,
     ContainerClaim,
     ContainerPort,
+    ContainerResizePolicy,
+    ContainerRestartRule,
     ContainerStatus,
     EnvFromSource,
     EnvVar,
+    EphemeralContainer,
+    EvictionResponder,
     HostAlias,
     Int32,
     Lease,
+    Lifecycle,
     LocalObjectReference,
     PodDisruptionBudget,
+    PodDNSConfig,
     PodOS,
     PodReadinessGate,
     PodSchedulingGate,
@@ -45,6 +51,7 @@ from drasched.api.decode_views import (
     Time,
     TopologySpreadConstraint,
     Volume,
+    VolumeDevice,
     VolumeMount,
     WorkloadReference,
 )
@@ -151,6 +158,10 @@ SHAPE_OVERRIDES: dict[tuple[type[View], str], Any] = {
     (models.Container, "tty"): bool,
     (models.Container, "terminationMessagePath"): str,
     (models.Container, "terminationMessagePolicy"): str,
+    (models.Container, "lifecycle"): Lifecycle | None,
+    (models.Container, "resizePolicy"): list[ContainerResizePolicy],
+    (models.Container, "restartPolicyRules"): list[ContainerRestartRule],
+    (models.Container, "volumeDevices"): list[VolumeDevice],
     (models.PodSpec, "volumes"): list[Volume],
     (models.PodSpec, "imagePullSecrets"): list[LocalObjectReference],
     (models.PodSpec, "securityContext"): PodSecurityContext | None,
@@ -166,6 +177,10 @@ SHAPE_OVERRIDES: dict[tuple[type[View], str], Any] = {
     (models.PodSpec, "readinessGates"): list[PodReadinessGate],
     (models.PodSpec, "hostAliases"): list[HostAlias],
     (models.PodSpec, "os"): PodOS | None,
+    (models.PodSpec, "dnsConfig"): PodDNSConfig | None,
+    (models.PodSpec, "ephemeralContainers"): list[EphemeralContainer],
+    (models.PodSpec, "evictionResponders"): list[EvictionResponder],
+    (models.PodSpec, "hostnameOverride"): str | None,
     (models.PodStatus, "containerStatuses"): list[ContainerStatus],
     (models.PodStatus, "initContainerStatuses"): list[ContainerStatus],
     (models.NodeStatus, "conditions"): list[Condition],
@@ -207,21 +222,27 @@ def _shape_of(info: mi.Type) -> Shape:
 
 @functools.cache
 def struct_shape(cls: type[View]) -> Shape:
-    """The object shape of one view (cached: views never change at run time)."""
+    """The object shape of one view (cached: views never change at run time). A view that
+    extends another (``EphemeralContainer`` a ``Container``) has its overrides too."""
     info = mi.type_info(cls)
     assert isinstance(info, mi.StructType)
+    overrides = _overrides(cls)
     fields: dict[str, Shape] = {}
     for f in info.fields:
-        override = _override(cls, f.encode_name)
+        override = overrides.get(f.encode_name)
         fields[f.encode_name] = _shape_of(mi.type_info(override)) if override is not None else _shape_of(f.type)
-    for (owner, name), typ in SHAPE_OVERRIDES.items():
-        if owner is cls and name not in fields:
+    for name, typ in overrides.items():
+        if name not in fields:
             fields[name] = _shape_of(mi.type_info(typ))
     return Shape("object", fields)
 
 
-def _override(cls: type[View], name: str) -> Any:
-    return SHAPE_OVERRIDES.get((cls, name))
+def _overrides(cls: type[View]) -> dict[str, Any]:
+    """``SHAPE_OVERRIDES`` of ``cls`` and of the views it extends (its own win), by JSON name."""
+    out: dict[str, Any] = {}
+    for base in reversed(cls.__mro__):
+        out.update({name: typ for (owner, name), typ in SHAPE_OVERRIDES.items() if owner is base})
+    return out
 
 
 def shape_for(rt: ResourceType) -> Shape:
