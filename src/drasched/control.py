@@ -10,11 +10,12 @@ property of the context, never something a controller finds out by probing the s
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Protocol
 
-from drasched.api.kinds import ResourceType
+from drasched.api.kinds import BIND_REQUEST, ResourceType
 from drasched.store.base import ClusterStore
 from drasched.store.informer import SharedInformers
 
@@ -67,3 +68,55 @@ class Controller(Protocol):
     name: str
 
     def reconcile(self, ctx: ControllerContext) -> bool: ...
+
+
+class BindHandoff:
+    """BindRequests the scheduler decided and did not write, handed to the binder in process.
+
+    ``drasched serve`` writes a BindRequest only where it buys something: a gang's member,
+    a claim reserved for a PodGroup, a device with binding conditions (the request's status
+    is where the wait is told). A lone pod's placement goes from the scheduler's thread to
+    the binder's through here, and the binder's writes are its record: the claim's
+    allocation and ``reservedFor`` (a restarted scheduler places a pod whose claims are
+    allocated for it on their node again), then the pod's binding (upstream's scheduler
+    keeps no other record either: it assumes the pod in its cache and binds). A bind that
+    fails comes back with ``status.phase: Failed``, as a written BindRequest's would.
+
+    Both sides poll from their own threads; ``wake`` (set from the context's informers)
+    ends the other side's nap.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._to_binder: list[Obj] = []
+        self._reports: list[Obj] = []
+        self.informers: SharedInformers | None = None
+        """Whose BindRequest feed is nudged when something is handed over (serve)."""
+
+    def hand(self, br: Obj) -> None:
+        """The scheduler: bind this (an in-memory BindRequest with a ``uid``)."""
+        with self._lock:
+            self._to_binder.append(br)
+        self._wake()
+
+    def take(self) -> list[Obj]:
+        """The binder: the requests handed over since the last call."""
+        with self._lock:
+            out, self._to_binder = self._to_binder, []
+        return out
+
+    def report(self, br: Obj) -> None:
+        """The binder: this handed-over request ended ``Failed`` (its ``status`` says why)."""
+        with self._lock:
+            self._reports.append(br)
+        self._wake()
+
+    def take_reports(self) -> list[Obj]:
+        """The scheduler: the requests that failed since the last call."""
+        with self._lock:
+            out, self._reports = self._reports, []
+        return out
+
+    def _wake(self) -> None:
+        if self.informers is not None:
+            self.informers.nudge(BIND_REQUEST)

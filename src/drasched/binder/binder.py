@@ -122,6 +122,8 @@ class _Request:
     pod_uid: str | None
     claims: list[Obj] = field(default_factory=list)
     extended: Obj | None = None
+    assumed: bool = False
+    """Handed over in process, never written (``drasched.control.BindHandoff``): no status write."""
 
     @property
     def key(self) -> str:
@@ -215,8 +217,11 @@ class Binder:
         """When a BindRequest in backoff may be tried again (None: now)."""
         return self._not_before.get(br["metadata"].get("uid", ""))
 
-    def process(self, br: Obj, now: datetime) -> BindOutcome | None:
-        """One attempt at ``br``; None when it is finished already or still in backoff."""
+    def process(self, br: Obj, now: datetime, *, assumed: bool = False) -> BindOutcome | None:
+        """One attempt at ``br``; None when it is finished already or still in backoff.
+
+        ``assumed``: ``br`` exists only in this process (a lone pod's placement handed over by
+        the scheduler): every step is the same, its status is only returned, never written."""
         uid = br["metadata"].get("uid", "")
         status = br.get("status") or {}
         if status.get("phase") in TERMINAL:
@@ -230,7 +235,8 @@ class Binder:
         try:
             req = _parse(br)
         except BindFailure as f:
-            return self._record(br, FAILED, f.reason, f.message, attempts + 1)
+            return self._record(br, FAILED, f.reason, f.message, attempts + 1, write=not assumed)
+        req.assumed = assumed
         if attempts >= self.max_attempts:
             # The limit was reached but the rollback did not finish (crash or error): finish it.
             cause = str(status.get("message") or "retries exhausted").split(ROLLBACK_PENDING)[0]
@@ -257,7 +263,7 @@ class Binder:
             return self._retry(req, transient, attempts, now)
         message = f"Successfully assigned {req.key} to {req.node}"
         if self.record_success:
-            out = self._record(br, SUCCEEDED, "Bound", message, attempts)
+            out = self._record(br, SUCCEEDED, "Bound", message, attempts, write=not assumed)
         else:
             out = BindOutcome(req.br_key, SUCCEEDED, "Bound", message, attempts)
         if already and not self.record_success:
@@ -347,7 +353,7 @@ class Binder:
             if retry_at is None or not polls:
                 return None
             return BindOutcome(req.br_key, PENDING, WAITING_REASON, message, attempts, retry_at)
-        out = self._record(req.obj, PENDING, WAITING_REASON, message, attempts)
+        out = self._record(req.obj, PENDING, WAITING_REASON, message, attempts, write=not req.assumed)
         out.retry_at = retry_at
         if status.get("reason") != WAITING_REASON:
             if self.recorder is not None:
@@ -359,7 +365,7 @@ class Binder:
     def _retry(self, req: _Request, f: BindFailure, attempts: int, now: datetime) -> BindOutcome:
         retry_at = now + self.backoff.delay(attempts)
         self._not_before[req.obj["metadata"].get("uid", "")] = retry_at
-        out = self._record(req.obj, PENDING, f.reason, f.message, attempts)
+        out = self._record(req.obj, PENDING, f.reason, f.message, attempts, write=not req.assumed)
         out.retry_at = retry_at
         self._decide("retry", req.obj, f"attempt {attempts}/{self.max_attempts} failed, retrying at "
                                        f"{retry_at.isoformat()}: {f.message}")
@@ -374,11 +380,11 @@ class Binder:
             retry_at = now + self.backoff.delay(attempts)
             self._not_before[req.obj["metadata"].get("uid", "")] = retry_at
             out = self._record(req.obj, PENDING, f.reason, f"{f.message}{ROLLBACK_PENDING}{e})",
-                               max(attempts, self.max_attempts))
+                               max(attempts, self.max_attempts), write=not req.assumed)
             out.retry_at = retry_at
             return out
         message = f"binding {req.key} to {req.node} failed: {f.message}"
-        out = self._record(req.obj, FAILED, f.reason, message, attempts)
+        out = self._record(req.obj, FAILED, f.reason, message, attempts, write=not req.assumed)
         self._decide("fail", req.obj, message)
         if self.recorder is not None and f.reason != "PodDeleted":
             try:
@@ -421,12 +427,15 @@ class Binder:
                 clear_pod_claim_status(self.store, req.namespace, req.pod_name, req.pod_uid)
         self._decide("rollback", br, f"rolled back the writes for pod {req.key}")
 
-    def _record(self, br: Obj, phase: str, reason: str, message: str, attempts: int) -> BindOutcome:
+    def _record(self, br: Obj, phase: str, reason: str, message: str, attempts: int, *,
+                write: bool = True) -> BindOutcome:
         """Write the BindRequest status (uid + resourceVersion preconditions: never onto a
-        newer BindRequest of the same name)."""
+        newer BindRequest of the same name); without ``write`` (an assumed one) only say it."""
         md = br["metadata"]
         key = f"{md.get('namespace', '')}/{md.get('name', '')}"
         status = {"phase": phase, "attempts": attempts, "reason": reason, "message": message}
+        if not write:
+            return BindOutcome(key, phase, reason, message, attempts)
         obj = dict(br, status=status)
         for _ in range(4):
             try:

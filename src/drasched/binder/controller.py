@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import heapq
 import logging
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -10,9 +11,9 @@ from typing import Any
 
 from drasched.api import kinds
 from drasched.api.errors import Gone
-from drasched.binder.binder import SUCCEEDED, TERMINAL, Backoff, Binder, BindOutcome
-from drasched.control import ControllerContext
-from drasched.store.informer import KindFeed
+from drasched.binder.binder import FAILED, SUCCEEDED, TERMINAL, Backoff, Binder, BindOutcome
+from drasched.control import BindHandoff, ControllerContext
+from drasched.store.informer import KindFeed, SharedInformers
 from drasched.store.wire import clone
 
 _Key = tuple[str, str]
@@ -36,6 +37,10 @@ class BinderController:
     With ``record_success`` off (``drasched serve``) a bound pod's BindRequest keeps no
     phase, so the controller itself remembers which versions it finished: they are not
     handed to a worker again, not even after a relist.
+
+    With a ``handoff`` (``drasched serve``) it also binds the requests the scheduler handed it
+    without writing them (lone pods): the same steps, their status kept here; one that fails
+    goes back to the scheduler through the handoff, as a written one's status would.
     """
 
     name = "binder"
@@ -43,7 +48,13 @@ class BinderController:
     """What wakes it in serve: a request, and a pod (a bind finishing shows as one)."""
 
     def __init__(self, *, max_attempts: int = 5, backoff: Backoff | None = None, workers: int = 16,
-                 record_success: bool = True, binding_poll: timedelta | None = None) -> None:
+                 record_success: bool = True, binding_poll: timedelta | None = None,
+                 handoff: BindHandoff | None = None) -> None:
+        self.handoff = handoff
+        self._assumed: dict[_Key, dict[str, Any]] = {}
+        """Handed-over requests not finished, as last recorded here (their status: attempts, backoff)."""
+        self._handed: dict[_Key, dict[str, Any]] = {}
+        """The handed-over request each worker has, by key."""
         self.max_attempts = max_attempts
         self.record_success = record_success
         self.binding_poll = binding_poll
@@ -125,12 +136,14 @@ class BinderController:
             return
         self._cursor = delta.cursor
         if delta.full is not None:
-            self._pending, self._cached, self._ready = set(), {}, set()
+            self._pending, self._cached, self._ready = set(self._assumed), dict(self._assumed), set(self._assumed)
             changed: dict[_Key, Any] = dict(delta.full)
             self._done = {k: rv for k, rv in self._done.items() if k in changed}  # gone while not watched
         else:
             changed = dict(delta.changed)
         for key, br in changed.items():
+            if key in self._assumed:
+                continue  # the server's request of that name is stale: the handed-over one stands
             if br is None:
                 self._done.pop(key, None)
             if br is None or (br.get("status") or {}).get("phase") in TERMINAL or self._finished(key, br):
@@ -177,17 +190,21 @@ class BinderController:
         with our own write.
         """
         now = ctx.now()
-        progressed = False
+        progressed = self._take_handed(ctx)
         for key, future in list(self._in_flight.items()):
             if not future.done():
                 continue
             del self._in_flight[key]
             self._ready.add(key)  # look again: it may have changed while the worker had it
+            handed = self._handed.pop(key, None)
             if future.exception() is not None:  # process() handles API errors; this is a bug: retry later
                 log.error("bind %s/%s: %s", *key, future.exception())
                 self._later(ctx, key, now + timedelta(seconds=1))
                 continue
             out = future.result()
+            if handed is not None:
+                progressed |= self._handed_back(ctx, key, handed, out)
+                continue
             if out is not None and out.phase == SUCCEEDED and not self.record_success:
                 progressed = True
                 self._finish(key, self._submitted.get(key))
@@ -223,8 +240,53 @@ class BinderController:
                 continue
             self._submitted[key] = rv
             self._retry_at.pop(key, None)
+            if key in self._assumed:
+                self._handed[key] = br
+                future = self._pool.submit(binder.process, clone(br), now, assumed=True)
+                if ctx.informers is not None:  # its end writes nothing the feeds would show
+                    future.add_done_callback(functools.partial(_nudge_binds, ctx.informers))
+                self._in_flight[key] = future
+                continue
             self._in_flight[key] = self._pool.submit(binder.process, clone(br), now)
         return progressed
+
+    def _take_handed(self, ctx: ControllerContext) -> bool:
+        """The requests the scheduler handed over since the last round, ready to bind."""
+        if self.handoff is None:
+            return False
+        if self.handoff.informers is None:
+            self.handoff.informers = ctx.informers
+        taken = self.handoff.take()
+        for br in taken:
+            md = br["metadata"]
+            key = (md.get("namespace", ""), md.get("name", ""))
+            self._assumed[key] = self._cached[key] = br
+            self._pending.add(key)
+            self._ready.add(key)
+            self._retry_at.pop(key, None)
+        return bool(taken)
+
+    def _handed_back(self, ctx: ControllerContext, key: _Key, br: dict[str, Any], out: BindOutcome | None) -> bool:
+        """A worker finished a handed-over request: done, failed (back to the scheduler), or
+        to be tried again (its status kept here, under a new resourceVersion)."""
+        if out is None or self._assumed.get(key) is not br:
+            return False  # nothing new, or the scheduler handed over a newer one meanwhile
+        status = {"phase": out.phase, "attempts": out.attempts, "reason": out.reason, "message": out.message}
+        if out.phase in (SUCCEEDED, FAILED):
+            del self._assumed[key]
+            self._pending.discard(key)
+            self._cached.pop(key, None)
+            self._submitted.pop(key, None)
+            self._retry_at.pop(key, None)
+            if out.phase == FAILED and self.handoff is not None:
+                self.handoff.report({**br, "status": status})
+            return True
+        md = br["metadata"]
+        again = {**br, "metadata": {**md, "resourceVersion": f"{md.get('uid')}/{out.attempts}"}, "status": status}
+        self._assumed[key] = self._cached[key] = again
+        if out.retry_at is not None:
+            self._later(ctx, key, out.retry_at)
+        return True
 
     def _finish(self, key: _Key, rv: str | None) -> None:
         """``key`` at ``rv`` is bound and nothing was written to say so: remember it."""
@@ -246,3 +308,7 @@ class BinderController:
             self._pool.shutdown(wait=True)
             self._pool = None
 
+
+def _nudge_binds(informers: SharedInformers, _done: object) -> None:
+    """A handed-over bind finished: wake the binder's lane (and the scheduler's) to take its outcome."""
+    informers.nudge(kinds.BIND_REQUEST)

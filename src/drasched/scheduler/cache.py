@@ -80,6 +80,11 @@ class SchedulerCache:
         self._views: dict[ResourceType, dict[str, Obj]] = (
             {rt: {} for rt in (kinds.POD_GROUP, kinds.QUEUE) if rt in self.watched} if self._intake else {})
         """drasched's PodGroups and Queues merged with the translations (only with ``foreign``)."""
+        self._assumed: dict[str, Obj] = {}
+        """BindRequests decided but never written (``drasched.control.BindHandoff``), by key: they
+        stand in :meth:`objects` over whatever the server has under the same name."""
+        self._behind: dict[str, Obj] = {}
+        """The server's BindRequest of the same name as an assumed one, while it is assumed."""
 
     # ------------------------------------------------------------------ feeding
 
@@ -110,6 +115,8 @@ class SchedulerCache:
         objects = self._objects[rt]
         if delta.full is not None:
             fresh = {_cache_key(k): o for k, o in delta.full.items()}
+            if rt is kinds.BIND_REQUEST and self._assumed:
+                self._overlay(fresh)
             replaced = [k for k, o in fresh.items() if objects.get(k) is not o]
             replaced += [k for k in objects if k not in fresh]
             self._objects[rt] = fresh
@@ -119,6 +126,9 @@ class SchedulerCache:
         keys: list[str] = []
         for k, obj in delta.changed.items():
             key = _cache_key(k)
+            if key in self._assumed and rt is kinds.BIND_REQUEST:
+                self._hide(key, obj)
+                continue
             if obj is None:
                 if objects.pop(key, None) is not None:
                     keys.append(key)
@@ -156,6 +166,8 @@ class SchedulerCache:
             except NotFound:  # a kind this server does not serve (an older or newer API version)
                 listed = None
             fresh = {object_key(o): o for o in listed.items} if listed is not None else {}
+            if rt is kinds.BIND_REQUEST and self._assumed:
+                self._overlay(fresh)
         finally:
             if was_enabled:
                 gc.enable()
@@ -171,6 +183,9 @@ class SchedulerCache:
     def apply(self, rt: ResourceType, event_type: str, obj: Obj) -> None:
         """Apply one watch event (also used by tests to feed the cache directly)."""
         key = object_key(obj)
+        if key in self._assumed and rt is kinds.BIND_REQUEST:
+            self._hide(key, None if event_type == "DELETED" else obj)
+            return
         if event_type == "DELETED":
             self._objects[rt].pop(key, None)
         else:
@@ -201,6 +216,46 @@ class SchedulerCache:
             cut = len(log) // 2  # readers this far behind rebuild from the objects instead
             self._log_floor[rt] = log[cut - 1][0]
             del log[:cut]
+
+    # ------------------------------------------------------------------ assumed binds
+
+    def assume(self, br: Obj) -> None:
+        """Take ``br`` as a BindRequest that exists, until :meth:`forget_assumed`: readers see it
+        in place of the server's object of the same name (a stale one being deleted)."""
+        key = object_key(br)
+        objects = self._objects[kinds.BIND_REQUEST]
+        if key not in self._assumed and key in objects:
+            self._behind[key] = objects[key]
+        self._assumed[key] = objects[key] = br
+        self._bump(kinds.BIND_REQUEST, (key,))
+
+    def forget_assumed(self, key: str) -> None:
+        """Readers see the server's BindRequest of this name again (none, mostly)."""
+        if self._assumed.pop(key, None) is None:
+            return
+        objects = self._objects[kinds.BIND_REQUEST]
+        real = self._behind.pop(key, None)
+        if real is None:
+            objects.pop(key, None)
+        else:
+            objects[key] = real
+        self._bump(kinds.BIND_REQUEST, (key,))
+
+    def assumed(self) -> Mapping[str, Obj]:
+        """The assumed BindRequests by key (callers must not mutate them)."""
+        return self._assumed
+
+    def _hide(self, key: str, obj: Obj | None) -> None:
+        """The server's version of an assumed key, kept for when the assumption ends."""
+        if obj is None:
+            self._behind.pop(key, None)
+        else:
+            self._behind[key] = obj
+
+    def _overlay(self, fresh: dict[str, Obj]) -> None:
+        """A relist of BindRequests: the assumed ones stand over what it found."""
+        self._behind = {k: fresh[k] for k in self._assumed if k in fresh}
+        fresh.update(self._assumed)
 
     # ------------------------------------------------------------------ reading
 

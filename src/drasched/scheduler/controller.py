@@ -19,10 +19,11 @@ from drasched.api.errors import AlreadyExists, ApiError, NotFound
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time, parse_time
 from drasched.api.resource import FINALIZER
-from drasched.control import SCHEDULER_CONFIG_MAP, ControllerContext
+from drasched.control import SCHEDULER_CONFIG_MAP, BindHandoff, ControllerContext
 from drasched.dra.claimrules import claim_names_of, status_claim_names
 from drasched.scheduler.backoff import BindBackoff
-from drasched.scheduler.cache import WATCHED, SchedulerCache
+from drasched.scheduler.bindrecord import assumed_bind_request, needs_bind_request, pod_moved_on
+from drasched.scheduler.cache import WATCHED, SchedulerCache, object_key
 from drasched.scheduler.config import ConfigError, SchedulerConfig, config_from_yaml
 from drasched.scheduler.constants import DEFAULT_QUEUE, POD_SCHEDULED
 from drasched.scheduler.cycle import CycleResult, run_cycle
@@ -38,6 +39,7 @@ from drasched.scheduler.groups import GroupInfo
 from drasched.scheduler.groupstatus import pod_group_status
 from drasched.scheduler.groupstatus import status_changed as group_status_changed
 from drasched.scheduler.podinfo import PodInfo
+from drasched.scheduler.session import Placement
 from drasched.scheduler.snapshot import Snapshot, SnapshotBuilder
 from drasched.scheduler.unconfirmed import UnconfirmedCreates, may_have_been_applied
 
@@ -165,7 +167,12 @@ class SchedulerController:
                  allocation_wall_time: float | None = None,
                  taint_rules: ResourceType | None = kinds.DEVICE_TAINT_RULE,
                  foreign: tuple[ResourceType, ...] = (), queue_status_period: float | None = None,
-                 gang_backoff: bool = False, log_foreign_problems: bool = True) -> None:
+                 gang_backoff: bool = False, log_foreign_problems: bool = True,
+                 bind_handoff: BindHandoff | None = None) -> None:
+        self.bind_handoff = bind_handoff
+        """``drasched serve``: lone pods' placements go to the binder through it, not as written
+        BindRequests (:mod:`~drasched.scheduler.bindrecord`); embedded: None, every placement is
+        written, for the output's record."""
         self.log_foreign_problems = log_foreign_problems
         """Whether what the translation of ``foreign`` objects cannot use is logged, beside its Warning
         Event (``drasched serve``); embedded: the manifest loader printed each already."""
@@ -257,8 +264,10 @@ class SchedulerController:
         due = self._wake is not None and now >= self._wake
         refresh = self._refresh_at is not None and now >= self._refresh_at
         cycle_due = self._cycle_due is not None and now >= self._cycle_due
-        if not self.cache.sync(ctx.store, ctx.informers) and not due and not refresh and not cycle_due \
-                and not self._unconfirmed:
+        changed = self.cache.sync(ctx.store, ctx.informers)
+        if self.bind_handoff is not None:
+            changed = self._settle_assumed(ctx, self.bind_handoff) or changed
+        if not changed and not due and not refresh and not cycle_due and not self._unconfirmed:
             return False
         if self._unconfirmed and not self._unconfirmed.settle(ctx.store, self.cache, ctx.informers):
             self._retry_soon(ctx, now)  # the API server does not answer: decide nothing until it does
@@ -306,6 +315,24 @@ class SchedulerController:
                 # A parked gang is not tried, so it notes no wake-up of its own: keep the one it was parked with.
                 self._parked_wake = min(result.wake_at, self._parked_wake or result.wake_at)
         return wrote
+
+    def _settle_assumed(self, ctx: ControllerContext, handoff: BindHandoff) -> bool:
+        """Take the binder's word on the binds handed to it: a failed one stands as a failed
+        BindRequest would (backoff, then placed again); one whose pod is bound or gone is over."""
+        if handoff.informers is None:
+            handoff.informers = ctx.informers
+        changed = False
+        assumed = self.cache.assumed()
+        for br in handoff.take_reports():
+            key = object_key(br)
+            held = assumed.get(key)
+            if held is not None and held["metadata"]["uid"] == br["metadata"]["uid"]:
+                self.cache.assume(br)
+                changed = True
+        for key in [k for k, br in assumed.items() if pod_moved_on(br, self.cache.get(kinds.POD, k))]:
+            self.cache.forget_assumed(key)
+            changed = True
+        return changed
 
     def _report_shadowed_classes(self, ctx: ControllerContext, snap: Snapshot) -> None:
         """Say once, on each DeviceClass that loses it, that another class serves the same
@@ -451,6 +478,9 @@ class SchedulerController:
         wrote = False
         for br in result.replace_bind_requests:
             md = br["metadata"]
+            if object_key(br) in self.cache.assumed():
+                self.cache.forget_assumed(object_key(br))  # never written: nothing to delete
+                continue
             try:
                 store.delete(kinds.BIND_REQUEST, md["name"], md["namespace"], uid=md.get("uid"))
                 wrote = True
@@ -459,13 +489,22 @@ class SchedulerController:
             except ApiError as exc:
                 self._write_failures += 1
                 ctx.decide(self.name, "error", br, f"cannot delete failed BindRequest: {exc.message}")
-        for br, placement, error in self._create_all(store, result.bind_requests, result.placements):
+        to_write: list[Obj] = []
+        written: list[Placement] = []
+        for br, placement in zip(result.bind_requests, result.placements, strict=True):
+            if self.bind_handoff is None or needs_bind_request(placement, snap.groups[placement.group]):
+                to_write.append(br)
+                written.append(placement)
+                continue
+            assumed = assumed_bind_request(br, format_time(ctx.now()))
+            self.cache.assume(assumed)
+            self.bind_handoff.hand(assumed)
+            self._decide_placed(ctx, assumed, placement)
+            wrote = True
+        for br, placement, error in self._create_all(store, to_write, written):
             if error is None:
                 wrote = True
-                claims = ", ".join(c["name"] for c in br["spec"].get("resourceClaimAllocations", []))
-                ext = "; extended resources through DRA" if placement.extended is not None else ""
-                ctx.decide(self.name, "place", placement.pod.obj,
-                           f"node {br['spec']['selectedNode']}" + (f"; claims {claims}" if claims else "") + ext)
+                self._decide_placed(ctx, br, placement)
             else:
                 if may_have_been_applied(error):
                     self._unconfirmed.note(br)  # the next cycle reads it back before it decides
@@ -504,6 +543,12 @@ class SchedulerController:
                 pass
         wrote |= self._group_events(ctx, snap, result)
         return wrote
+
+    def _decide_placed(self, ctx: ControllerContext, br: Obj, placement: Placement) -> None:
+        claims = ", ".join(c["name"] for c in br["spec"].get("resourceClaimAllocations", []))
+        ext = "; extended resources through DRA" if placement.extended is not None else ""
+        ctx.decide(self.name, "place", placement.pod.obj,
+                   f"node {br['spec']['selectedNode']}" + (f"; claims {claims}" if claims else "") + ext)
 
     def _note_touched(self, snap: Snapshot) -> None:
         """Keep the groups each build changed until their PodGroup statuses are looked at (a

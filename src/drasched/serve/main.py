@@ -16,7 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from drasched.api import kinds
 from drasched.api.errors import ApiError, Forbidden
 from drasched.api.kinds import ResourceType
-from drasched.control import SCHEDULER_CONFIG_MAP, Controller
+from drasched.control import SCHEDULER_CONFIG_MAP, BindHandoff, Controller
 from drasched.scheduler.cache import WATCHED
 from drasched.serve.fencing import FencedStore, LeadershipLost
 from drasched.serve.leader import LeaderElector
@@ -118,13 +118,16 @@ def build_controllers(enable_claim_controller: bool = False, config_path: str | 
     # The implicit PodGroups of Jobs, JobSets, LeaderWorkerSets...; the scheduler holds their pods until labelled.
     controllers.append(ImplicitGangController(base=settings_from_file(config_path), schedules=config.schedules,
                                               config_map=config_map))
+    handoff = BindHandoff()  # lone pods' binds go to the binder in process, not as BindRequests
     controllers += [SchedulerController(config, claim_wait_grace=CLAIM_WAIT_GRACE,
                                         write_workers=WRITE_WORKERS, idle_cycle_period=IDLE_CYCLE_PERIOD,
                                         claims_queued=queued, config_map_modules=False, config_map=config_map,
                                         allocation_wall_time=ALLOCATION_WALL_TIME,
                                         taint_rules=taint_rules, foreign=foreign,
-                                        queue_status_period=QUEUE_STATUS_PERIOD, gang_backoff=True),
-                    BinderController(workers=BIND_WORKERS, record_success=False, binding_poll=POLL_INTERVAL)]
+                                        queue_status_period=QUEUE_STATUS_PERIOD, gang_backoff=True,
+                                        bind_handoff=handoff),
+                    BinderController(workers=BIND_WORKERS, record_success=False, binding_poll=POLL_INTERVAL,
+                                     handoff=handoff)]
     return controllers
 
 

@@ -158,6 +158,13 @@ class KindFeed:
                  self.rt.kind, relists)
         self._owner._notify()
 
+    def nudge(self) -> None:
+        """Wake whoever waits for this kind without a change to it: something in the process
+        that readers of the kind also read changed (see ``SharedInformers.nudge``)."""
+        with self._lock:
+            self.last_seq = self._owner._next_seq()
+        self._owner._notify()
+
     @property
     def synced(self) -> bool:
         """Whether the first list is in; polls answer None before."""
@@ -299,6 +306,16 @@ class SharedInformers:
                 self._feeds[rt] = f
                 f.start()
             return f
+
+    def nudge(self, rt: ResourceType) -> None:
+        """End the wait of every controller that waits for ``rt``, though the server's objects of
+        that kind did not change: the scheduler handed the binder a bind it did not write
+        (``drasched.control.BindHandoff``), or the binder hands back one that failed."""
+        f = self._feeds.get(rt)
+        if f is not None:
+            f.nudge()
+        else:
+            self._notify()
 
     def has_feed(self, rt: ResourceType) -> bool:
         return rt in self._feeds

@@ -65,3 +65,51 @@ def test_the_first_list_shares_the_stores_objects_and_a_delete_does_not_edit_the
     assert "deletionTimestamp" not in held["metadata"] and held["metadata"]["resourceVersion"] == rv
     assert cache.sync(store)
     assert cache.get(kinds.POD, "default/p")["metadata"].get("deletionTimestamp")
+
+
+def _bind_request(name: str, uid: str, phase: str | None = None) -> dict:
+    br: dict = {"apiVersion": "scheduling.drasched.io/v1alpha1", "kind": "BindRequest",
+                "metadata": {"name": name, "namespace": "default", "uid": uid, "resourceVersion": uid},
+                "spec": {"podName": name, "selectedNode": "a"}}
+    if phase:
+        br["status"] = {"phase": phase}
+    return br
+
+
+def test_an_assumed_bindrequest_stands_over_the_servers_until_forgotten_even_across_a_relist() -> None:
+    store = MemoryStore(auto_namespaces=True)
+    store.create(pod("p"))
+    failed = store.create(_bind_request("p", "", "Failed"))  # an earlier request of the pod, failed
+    store.update_status({**failed, "status": {"phase": "Failed"}})
+    cache = SchedulerCache([kinds.POD, kinds.BIND_REQUEST])
+    cache.sync(store)
+    assert cache.get(kinds.BIND_REQUEST, "default/p")["status"]["phase"] == "Failed"
+
+    gen = cache.generation
+    assumed = _bind_request("p", "in-memory")
+    cache.assume(assumed)  # placed again, handed to the binder without a write
+    assert cache.get(kinds.BIND_REQUEST, "default/p") is assumed
+    assert cache.changed_since(kinds.BIND_REQUEST, gen) == {"default/p"}  # readers see the change
+
+    store.delete(kinds.BIND_REQUEST, "p", "default")  # the stale one goes on the server
+    cache.sync(store)
+    assert cache.get(kinds.BIND_REQUEST, "default/p") is assumed  # its deletion does not end the assumption
+    store.compact()
+    store.create(pod("q"))
+    cache.sync(store)  # a relist
+    assert cache.get(kinds.BIND_REQUEST, "default/p") is assumed
+
+    cache.forget_assumed("default/p")
+    assert cache.get(kinds.BIND_REQUEST, "default/p") is None  # the server has none any more
+    assert dict(cache.assumed()) == {}
+
+
+def test_forgetting_an_assumed_bindrequest_shows_the_servers_again() -> None:
+    store = MemoryStore(auto_namespaces=True)
+    store.create(_bind_request("p", ""))
+    cache = SchedulerCache([kinds.BIND_REQUEST])
+    cache.sync(store)
+    real = cache.get(kinds.BIND_REQUEST, "default/p")
+    cache.assume(_bind_request("p", "in-memory"))
+    cache.forget_assumed("default/p")
+    assert cache.get(kinds.BIND_REQUEST, "default/p") is real
