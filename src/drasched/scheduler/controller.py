@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from drasched.api import kinds
-from drasched.api.errors import AlreadyExists, ApiError, NotFound
+from drasched.api.errors import AlreadyExists, ApiError, Conflict, NotFound
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time, parse_time
 from drasched.api.resource import FINALIZER
@@ -523,6 +523,8 @@ class SchedulerController:
                 wrote |= self._patch_status(ctx, pod.obj, {"nominatedNodeName": node})
         for claim in result.delete_claims:
             wrote |= self._delete_stale_claim(ctx, claim)
+        for pod, claim in result.deallocate_claims:
+            wrote |= self._deallocate_claim(ctx, pod, claim)
         for queue, status in result.queue_statuses:
             if is_translated(queue):
                 continue  # a KAI Queue: drasched writes no status there (docs/design.md)
@@ -775,6 +777,33 @@ class SchedulerController:
             ctx.decide(self.name, "error", claim, f"cannot delete stale extended-resource claim: {exc.message}")
             return False
         ctx.decide(self.name, "delete", claim, "extended-resource claim left by a failed bind")
+        return True
+
+    def _deallocate_claim(self, ctx: ControllerContext, pod: PodInfo, claim: Obj) -> bool:
+        """Clear an allocated claim that keeps ``pod`` off every node it could use (upstream
+        DynamicResources ``PostFilter``): ``status.allocation``, ``reservedFor`` and ``devices``
+        in one status update with the claim's resourceVersion, so nothing that changed since the
+        cycle looked is undone. A claim gone or changed meanwhile is left to the next cycle, which
+        decides again from fresh state. The delete-protection finalizer stays, as upstream's: the
+        claim controller removes it when the claim is deleted unallocated, and the binder's next
+        allocation needs it anyway.
+        """
+        status = {k: v for k, v in (claim.get("status") or {}).items()
+                  if k not in ("allocation", "reservedFor", "devices")}
+        try:
+            ctx.store.update_status({**claim, "status": status})
+        except NotFound:
+            return False
+        except Conflict:
+            self._write_failures += 1  # changed meanwhile: look again soon, whatever the change was
+            return False
+        except ApiError as exc:
+            self._write_failures += 1
+            ctx.decide(self.name, "error", claim, f"cannot deallocate ResourceClaim for pod {pod.key}: {exc.message}")
+            return False
+        ctx.decide(self.name, "deallocate", claim,
+                   f"allocated where pod {pod.key} cannot run, reserved for no other consumer: deallocated so "
+                   "that it can be allocated again where the pod fits")
         return True
 
     def _group_events(self, ctx: ControllerContext, snap: Snapshot, result: CycleResult) -> bool:

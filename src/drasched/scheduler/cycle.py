@@ -11,6 +11,7 @@ from typing import Any
 from drasched.scheduler.accounting import ALLOCATED, REQUESTED
 from drasched.scheduler.actions import ACTIONS
 from drasched.scheduler.actions.nominated import nominated_node, nominations
+from drasched.scheduler.actions.preempt import STILL_UNSCHEDULABLE
 from drasched.scheduler.config import SchedulerConfig
 from drasched.scheduler.constants import DEFAULT_QUEUE, POD_SCHEDULED
 from drasched.scheduler.eviction import Eviction
@@ -45,6 +46,10 @@ class CycleResult:
     placements: list[Placement] = field(default_factory=list)
     delete_claims: list[Obj] = field(default_factory=list)
     """Extended-resource claims left by failed binds (KEP-5004 PostFilter): delete them."""
+    deallocate_claims: list[tuple[PodInfo, Obj]] = field(default_factory=list)
+    """(pod, claim): an allocated claim that kept the pod off every node it could otherwise use,
+    reserved for nobody or for the pod alone (upstream DynamicResources PostFilter): clear its
+    ``status.allocation``, ``reservedFor`` and ``devices`` so a later cycle allocates it again."""
     shares: dict[str, dict[str, Fraction]] = field(default_factory=dict)
     evictions: list[Eviction] = field(default_factory=list)
     """Pods to evict (eviction API), each with its preemptor and reason."""
@@ -117,6 +122,55 @@ def _failed_gangs(snap: Snapshot, session: Session) -> frozenset[str]:
                                        and not nominated_node(p) for p in g.pending))
 
 
+DEALLOCATED = "deallocation of ResourceClaim completed"
+"""Upstream DynamicResources PostFilter's status when it deallocated a claim; the scheduler
+appends PostFilter messages to the filters' (``FitError.Error``), before DefaultPreemption's."""
+
+
+def _deallocations(snap: Snapshot, session: Session) -> list[tuple[PodInfo, Obj]]:
+    """Upstream DynamicResources ``PostFilter`` (pkg/scheduler/framework/plugins/dynamicresources):
+    for a pod that fits on no node, one of its allocated claims whose node selector rejected a
+    node the earlier filters accepted (Filter's ``unavailableClaims``), if ``status.reservedFor``
+    is empty or holds this pod alone, is deallocated; the pod is then tried again and the claim
+    allocated where the pod can go. At most one claim per pod and cycle (upstream picks one at
+    random; here the first in the pod's order).
+
+    Only pods alone in their group (a gang's members bind through a BindRequest, and a claim
+    reserved for a PodGroup is the group's), with no nomination or preemption under way, and
+    only claims whose allocation the cluster holds (not one a pending BindRequest or this cycle
+    gave it), never a PodGroup's claim. The pod's message gets upstream's PostFilter status
+    after the filters' (and before preemption's ``preemption: ...``), in ``session.unschedulable``.
+    """
+    out: list[tuple[PodInfo, Obj]] = []
+    nominated = session.disruption.nominated
+    for key, (filtered, unavailable) in session.unavailable_claims.items():
+        message = session.unschedulable.get(key)
+        if not unavailable or message is None or not message.startswith(filtered):
+            continue  # placed after all, or its message is not this diagnosis's
+        pod = snap.pods[key]
+        if key in session.placements or key in nominated or nominated_node(pod):
+            continue
+        g = snap.groups.get(snap.group_of.get(key, ""))
+        if g is None or len(g.pods) > 1 or g.min_member > 1:
+            continue
+        shared = {c.key for c in snap.pod_claims.get(key, ()) if c.group}
+        for ck in unavailable:
+            info = snap.claims.get(ck)
+            if info is None or ck in shared or ck in session.claim_alloc or info.extended or info.deleting:
+                continue
+            if info.assumed or not (info.obj.get("status") or {}).get("allocation"):
+                continue  # the cluster holds no allocation to clear (a pending BindRequest's)
+            reserved = info.reserved_for + session.claim_reserved.get(ck, [])
+            if reserved and (len(reserved) > 1 or reserved[0].get("uid") != pod.uid):
+                continue
+            out.append((pod, info.obj))
+            # in place of the status it says when it deallocates nothing, before preemption's message
+            rest = message[len(filtered):].removeprefix(f" {STILL_UNSCHEDULABLE}").removeprefix(",")
+            session.unschedulable[key] = f"{filtered} {DEALLOCATED}" + (f",{rest}" if rest else ".")
+            break
+    return out
+
+
 def run_cycle(snap: Snapshot, config: SchedulerConfig, now: str, avoid: frozenset[str] = frozenset()) -> CycleResult:
     """Run the configured actions on a fresh session and collect the decisions.
 
@@ -145,6 +199,7 @@ def _run_cycle(snap: Snapshot, config: SchedulerConfig, now: str, avoid: frozens
             out.replace_bind_requests.append(stale)
         if not snap.groups[p.group].implicit:
             out.groups_placed[p.group] = out.groups_placed.get(p.group, 0) + 1
+    out.deallocate_claims = _deallocations(snap, session)
     out.unschedulable = dict(session.unschedulable)
     for key, message in session.unschedulable.items():
         pod = snap.pods[key]

@@ -64,6 +64,13 @@ class Session:
     _journal: Journal = field(default_factory=Journal)
     unschedulable: dict[str, str] = field(default_factory=dict)
     """Pod key -> the PodScheduled=False message of this cycle."""
+    unavailable_claims: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    """Pod key -> (the filters' message, keys of its allocated claims whose node selector rejected
+    a node every earlier filter accepted), from the first attempt over all nodes that found no node."""
+    dra_pods: set[str] = field(default_factory=set)
+    """Pods found to fit nowhere that had claims for the DRA plugin (their own, or extended
+    resources it serves): its PostFilter says "still not schedulable" for them, "no new claims
+    to deallocate" for the others (see ``dra_postfilter_status``)."""
     group_messages: dict[str, str] = field(default_factory=dict)
     beyond_limit: set[str] = field(default_factory=set)
     """Gangs whose minMember pods alone need more than a queue's limit: never placed, never preempt."""

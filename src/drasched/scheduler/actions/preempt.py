@@ -9,9 +9,10 @@ anti-affinity forbids, or whose anti-affinity forbids the preemptor, or one too 
 crowded spread domain), never the preemptor's own required affinity.
 
 A pod without a PodGroup that stays pending although some gang of its queue could be a
-victim gets upstream's PostFilter message after the filters' (``FitError.Error()``):
-``0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No
-preemption victims found for incoming pod.`` (``preemptor.py`` words each node's status).
+victim gets upstream's PostFilter messages after the filters' (``FitError.Error()``):
+``0/3 nodes are available: 3 Insufficient cpu. no new claims to deallocate, preemption: 0/3
+nodes are available: 3 No preemption victims found for incoming pod.`` (DynamicResources'
+status, then DefaultPreemption's; ``preemptor.py`` words each node's status).
 """
 
 from __future__ import annotations
@@ -39,11 +40,28 @@ def preempt(session: Session, shares: dict[str, dict[str, Fraction]]) -> None:
 
 
 def _explain(session: Session, g: GroupInfo, postfilter: str) -> None:
-    """Append the PostFilter message to the pod's filter message (``0/N nodes are available: ...``)."""
+    """Append the PostFilter messages to the pod's filter message (``0/N nodes are available:
+    ...``): DynamicResources' status first (it runs before DefaultPreemption), then preemption's,
+    joined by ", " as ``RunPostFilterPlugins`` joins the rejecting plugins' reasons."""
     for p in g.pending:
         message = session.unschedulable.get(p.key)
         if message is not None and message.startswith("0/"):
-            session.unschedulable[p.key] = f"{message} {postfilter}"
+            dra = dra_postfilter_status(session, p.key)
+            session.unschedulable[p.key] = f"{message} {dra}, {postfilter}" if dra else f"{message} {postfilter}"
+
+
+def dra_postfilter_status(session: Session, pod_key: str) -> str | None:
+    """What upstream's DynamicResources PostFilter says when it deallocates nothing: "no new
+    claims to deallocate" for a pod without claims, "still not schedulable" for one with
+    (dynamicresources.go ``PostFilter``); None with the plugin disabled. A claim it does
+    deallocate replaces this with ``cycle.DEALLOCATED``."""
+    if session.profile.claim_allocation is None:
+        return None
+    return STILL_UNSCHEDULABLE if pod_key in session.dra_pods else NO_CLAIMS_TO_DEALLOCATE
+
+
+NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
+STILL_UNSCHEDULABLE = "still not schedulable"
 
 
 def _rule(g: GroupInfo) -> Rule:

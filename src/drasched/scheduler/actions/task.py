@@ -218,8 +218,16 @@ def place_task(session: Session, stmt: Statement, g: GroupInfo, t: PodInfo, mask
             return None
     dra = bool(claims) or (px is not None and bool(px.mapped))
     dra = dra and session.profile.claim_allocation is not None
+    if dra:
+        session.dra_pods.add(t.key)
     explain = (lambda j: _explain(session, t, claims, px, j)) if dra else None
-    return _diagnose(state, st, mask, fit_rows, pins, tried, explain).message()
+    diagnosis, unavailable = _diagnose(state, st, mask, fit_rows, pins, tried, explain)
+    message = diagnosis.message()
+    if mask is None and pins:
+        # The first diagnosis over every node wins: the allocate action's, on the cycle's state
+        # (a later one may be a preemption's dry run). See cycle.py, ``_deallocations``.
+        session.unavailable_claims.setdefault(t.key, (message, unavailable))
+    return message
 
 
 
@@ -318,8 +326,11 @@ def _allocate_first(session: Session, t: PodInfo, claims: list[PodClaim], px: Po
 
 def _diagnose(state: PodState, st: StaticResult, mask: np.ndarray | None, fit_rows: list[RowNeed],
               pins: list[tuple[str, np.ndarray]], tried: dict[int, list[Reason]],
-              explain: Callable[[int], list[Reason]] | None) -> Diagnosis:
-    """Per-node reasons, computed only for a pod that fits nowhere (in the order the filters run)."""
+              explain: Callable[[int], list[Reason]] | None) -> tuple[Diagnosis, tuple[str, ...]]:
+    """Per-node reasons, computed only for a pod that fits nowhere (in the order the filters run),
+    and the allocated claims found unavailable on a node that every filter before theirs let
+    through (upstream DynamicResources Filter's ``unavailableClaims``: the allocation's node
+    selector does not match a node the filters that run before DynamicResources accepted)."""
     session, px, classes = state.session, state.extended, state.classes
     d = Diagnosis(session.snap.n_nodes)
     among = np.ones(session.snap.n_nodes, dtype=bool)
@@ -344,6 +355,7 @@ def _diagnose(state: PodState, st: StaticResult, mask: np.ndarray | None, fit_ro
         among &= ~failing
     for f in session.profile.filters:
         among &= ~f.reasons(state, among, d.counts)
+    unavailable = tuple(key for key, pinned in pins if bool((among & ~pinned).any()))
     for key, pinned in pins:
         elsewhere = int((among & ~pinned).sum())
         if elsewhere:
@@ -359,4 +371,4 @@ def _diagnose(state: PodState, st: StaticResult, mask: np.ndarray | None, fit_ro
     d.add_dra(*class_reasons(session.idle, session.used, classes, short))
     for reasons in tried.values():
         d.add_dra(1, reasons)
-    return d
+    return d, unavailable
