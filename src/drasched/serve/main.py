@@ -241,7 +241,10 @@ def run(
     lease (``max_loops`` then counts its renewals). The scheduler's thread starts a round at
     most every ``min_round_interval`` seconds (the others every ``IO_ROUND_INTERVAL``), and
     after a round that used T seconds of CPU waits at
-    least ``BUSY_FACTOR`` x T: a burst of watch events is then one round, not one each,
+    least ``BUSY_FACTOR`` x T; while a burst waits (``SchedulerController.round_interval``) it
+    rests the whole interval after each round ends, so that a cycle places the pods that
+    arrived meanwhile together (placing one pod a cycle, each cycle paying its fixed part,
+    tripled its CPU in a burst: BENCHMARKS.md): a burst of watch events is then one round, not one each,
     and no controller holds the GIL for more than about half the time (a scheduling cycle
     after a large change, or one placing a big burst, is CPU-bound; run back to back, it
     would starve the binder and the claim controller, whose rounds are mostly waiting on
@@ -353,13 +356,16 @@ def _run_threaded(
         ctx = LiveContext(store, metrics, events=events)
         name = "+".join(c.name for c in lane)
         min_interval = min_round_interval if any(c.name == "scheduler" for c in lane) else IO_ROUND_INTERVAL
-        started = cpu = 0.0
+        started = ended = cpu = 0.0
         while not done.is_set():
             last_round[name] = time.monotonic()
             if not leading.is_set():
                 leading.wait(period)
                 continue
-            pace = max(_round_interval(lane, min_interval), BUSY_FACTOR * cpu) - (time.perf_counter() - started)
+            interval = _round_interval(lane, min_interval)
+            pace = max(interval, BUSY_FACTOR * cpu) - (time.perf_counter() - started)
+            if interval >= min_interval > IO_ROUND_INTERVAL:
+                pace = max(pace, interval - (time.perf_counter() - ended))
             if pace > 0:
                 done.wait(pace)
             seen = informers.version
@@ -380,6 +386,7 @@ def _run_threaded(
                     log.info("%s: round took %.2f s (%.2f s of CPU in its thread)", c.name, took,
                              time.thread_time() - c_cpu)
             cpu = time.thread_time() - cpu_started
+            ended = time.perf_counter()
             if not progressed:
                 wake = ctx.next_wakeup()
                 delay = period if wake is None else max(0.0, min(period, (wake - ctx.now()).total_seconds()))
