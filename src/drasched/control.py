@@ -93,11 +93,14 @@ class BindHandoff:
         self.informers: SharedInformers | None = None
         """Whose BindRequest feed is nudged when something is handed over (serve)."""
 
-    def hand(self, br: Obj) -> None:
-        """The scheduler: bind this (an in-memory BindRequest with a ``uid``)."""
+    def hand(self, brs: Iterable[Obj]) -> None:
+        """The scheduler: bind these (in-memory BindRequests, each with a ``uid``); one wake-up."""
         with self._lock:
-            self._to_binder.append(br)
-        self._wake()
+            before = len(self._to_binder)
+            self._to_binder.extend(brs)
+            handed = len(self._to_binder) > before
+        if handed:
+            self._wake()
 
     def take(self) -> list[Obj]:
         """The binder: the requests handed over since the last call."""

@@ -309,6 +309,12 @@ class BinderController:
             self._pool = None
 
 
-def _nudge_binds(informers: SharedInformers, _done: object) -> None:
-    """A handed-over bind finished: wake the binder's lane (and the scheduler's) to take its outcome."""
-    informers.nudge(kinds.BIND_REQUEST)
+def _nudge_binds(informers: SharedInformers, done: Future[BindOutcome | None]) -> None:
+    """A handed-over bind finished without binding (failed, or to be tried again): wake the
+    binder's lane (and the scheduler's) to take its outcome. A bind that succeeded needs no
+    nudge: the pod's binding comes through the pod watch, which wakes them both."""
+    if done.cancelled():
+        return
+    out = None if done.exception() is not None else done.result()
+    if out is None or out.phase != SUCCEEDED:
+        informers.nudge(kinds.BIND_REQUEST)

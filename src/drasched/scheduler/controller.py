@@ -496,6 +496,7 @@ class SchedulerController:
                 ctx.decide(self.name, "error", br, f"cannot delete failed BindRequest: {exc.message}")
         to_write: list[Obj] = []
         written: list[Placement] = []
+        handed: list[Obj] = []
         for br, placement in zip(result.bind_requests, result.placements, strict=True):
             if self.bind_handoff is None or needs_bind_request(placement, snap.groups[placement.group]):
                 to_write.append(br)
@@ -503,9 +504,11 @@ class SchedulerController:
                 continue
             assumed = assumed_bind_request(br, format_time(ctx.now()))
             self.cache.assume(assumed)
-            self.bind_handoff.hand(assumed)
+            handed.append(assumed)
             self._decide_placed(ctx, assumed, placement)
             wrote = True
+        if handed and self.bind_handoff is not None:
+            self.bind_handoff.hand(handed)
         for br, placement, error in self._create_all(store, to_write, written):
             if error is None:
                 wrote = True
