@@ -13,10 +13,8 @@ from typing import Any
 
 import msgspec
 
-from drasched.api.decode_views import Condition, Int32, LabelSelector
+from drasched.api.decode_views import Condition, Int32, IntOrString, LabelSelector
 from drasched.api.models import ObjectMeta, PodSpec, View
-
-IntOrString = int | str
 
 
 class PodTemplateSpec(View):
