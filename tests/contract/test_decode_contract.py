@@ -58,6 +58,8 @@ BUILT_IN: dict[str, Callable[[str], Obj]] = {
         {"name": "c", "image": "busybox", "lifecycle": {"preStop": {"sleep": {"seconds": "5"}}}}]),
     "pod-poststart-port-is-a-fraction": lambda ns: _pod(ns, containers=[
         {"name": "c", "image": "busybox", "lifecycle": {"postStart": {"httpGet": {"path": "/", "port": 80.5}}}}]),
+    "pod-probe-port-beyond-int32": lambda ns: _pod(ns, containers=[  # an IntOrString's IntVal is an int32
+        {"name": "c", "image": "busybox", "livenessProbe": {"tcpSocket": {"port": 2**40}}}]),
     "pod-config-map-item-mode-is-a-string": lambda ns: _pod(ns, volumes=[
         {"name": "cfg", "configMap": {"name": "cm", "items": [{"key": "k", "path": "p", "mode": "0644"}]}}]),
     "pod-claim-read-only-is-a-string": lambda ns: _pod(ns, volumes=[

@@ -350,6 +350,12 @@ RULES = [
          at("spec.spec.devices.requests.0.exactly.adminAccess", True), "spec.devices.requests[0].adminAccess",
          "Forbidden: admin access to devices requires the"),
     # pkg/apis/core/validation: names and keys, quantities, references.
+    # ValidatePodCreate and ValidatePodTemplateSpec: ephemeral containers come through their subresource only.
+    Rule("pod-ephemeral-containers-on-create", pod, at("spec.ephemeralContainers", [{"name": "debug", "image": "b"}]),
+         "spec.ephemeralContainers", "Forbidden: cannot be set on create"),
+    Rule("job-template-ephemeral-containers", job,
+         at("spec.template.spec.ephemeralContainers", [{"name": "debug", "image": "b"}]),
+         "spec.template.spec.ephemeralContainers", "Forbidden: ephemeral containers not allowed in pod template"),
     Rule("pod-node-name", pod, at("spec.nodeName", "Node_A"), "spec.nodeName",
          "a lowercase RFC 1123 subdomain must consist of"),
     Rule("pod-toleration-operator", pod, at("spec.tolerations", [{"key": "k", "operator": "Maybe"}]),

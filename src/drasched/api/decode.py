@@ -176,6 +176,8 @@ def type_errors(obj: Obj, shape: Shape) -> list[tuple[str, str, Any]]:
             if not _fits(value, sh):
                 errors.append((_path(trail), _expected(sh), value))
                 continue
+            if sh.type == "oneOf":  # the option the value's JSON type takes, checked as that option
+                sh = next(s for s in sh.options if _fits(value, s))
             if sh.type == "integer":
                 if not -(1 << (sh.bits - 1)) <= value < 1 << (sh.bits - 1):
                     errors.append((_path(trail), f"an integer that fits in {sh.bits} bits", value))
@@ -192,8 +194,6 @@ def type_errors(obj: Obj, shape: Shape) -> list[tuple[str, str, Any]]:
                     if problem:
                         errors.append((_path(trail), f"a quantity ({problem})", value))
                 continue
-            if sh.type == "oneOf":
-                sh = next(s for s in sh.options if _fits(value, s))
         # a leaf one level deeper than allowed is still refused on the long way
         shallow = depth < MAX_DEPTH
         if isinstance(value, dict):

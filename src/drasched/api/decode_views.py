@@ -21,8 +21,9 @@ INT32_MAX = 2**31 - 1
 Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=INT32_MAX)]
 """A Go int32 field (``format: int32`` in a CRD)."""
 
-IntOrString = int | str
-"""An ``intstr.IntOrString`` (a port by number or by name): both JSON types decode."""
+IntOrString = Int32 | str
+"""An ``intstr.IntOrString`` (a port by number or by name): both JSON types decode; a number
+must fit its ``IntVal``, an int32, as the server's decoder refuses one that does not."""
 
 QuantityValue = str | int | float
 """A ``resource.Quantity``: a string ``resource.ParseQuantity`` accepts, or a number."""

@@ -258,6 +258,9 @@ def check_pod_spec(spec: Obj, spec_path: str) -> list[Cause]:
     causes, pod_claims = _check_pod_claims(spec, spec_path)
     if not spec.get("containers"):
         causes.append(required(f"{spec_path}.containers"))
+    if spec.get("ephemeralContainers"):  # added to a running pod only, through its own subresource
+        causes.append(forbidden(f"{spec_path}.ephemeralContainers", "cannot be set on create" if spec_path == "spec"
+                                else "ephemeral containers not allowed in pod template"))
     seen: set[Any] = set()
     for group in ("initContainers", "containers"):
         for i, c in dict_items(spec.get(group)):
