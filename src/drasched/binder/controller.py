@@ -269,8 +269,11 @@ class BinderController:
     def _handed_back(self, ctx: ControllerContext, key: _Key, br: dict[str, Any], out: BindOutcome | None) -> bool:
         """A worker finished a handed-over request: done, failed (back to the scheduler), or
         to be tried again (its status kept here, under a new resourceVersion)."""
-        if out is None or self._assumed.get(key) is not br:
-            return False  # nothing new, or the scheduler handed over a newer one meanwhile
+        if self._assumed.get(key) is not br:
+            return False  # the scheduler handed over a newer one meanwhile
+        if out is None:  # nothing done (in backoff): no watch event will bring it back, so look again
+            self._later(ctx, key, ctx.now() + timedelta(seconds=1))
+            return False
         status = {"phase": out.phase, "attempts": out.attempts, "reason": out.reason, "message": out.message}
         if out.phase in (SUCCEEDED, FAILED):
             del self._assumed[key]
