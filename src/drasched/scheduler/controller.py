@@ -240,6 +240,10 @@ class SchedulerController:
         """Gang key -> (the gang as it failed, the builder's ``freed`` then, when to try it anyway,
         until when it backs off)."""
         self._signatures = PodSignatures()
+        self._parked_as: dict[str, GroupInfo] = {}
+        """Parked gang key -> the builder's GroupInfo last found to read as it did when parked. The
+        builder makes a new GroupInfo only when the gang's pods or PodGroup change, so the same
+        object needs no signature: in a burst hundreds of gangs wait parked, each asked every cycle."""
         self._awaiting: dict[str, frozenset[str]] = {}
         """Parked gang key -> the claims its pods waited for to be created: the first of them to
         arrive brings it back (upstream's claim Add event hint), though the pods did not change."""
@@ -288,6 +292,7 @@ class SchedulerController:
         self._refresh_at, self._last_cycle, self._cycle_due = None, now, None
         if due:
             self._parked.clear()  # a minRuntime or a backoff ended: victims or room may be there now
+            self._parked_as.clear()
             self._parked_wake = None
         full, snap = snap, self._without_parked(snap, now)
         # Pods parked until their claims exist are arriving too: counted, a burst whose claims the
@@ -387,12 +392,13 @@ class SchedulerController:
         held = [self._still_parked(g, snap, now) for g in snap.pending_groups]
         keep = [g for g, h in zip(snap.pending_groups, held, strict=True) if not h]
         self._parked = {g.key: self._parked[g.key] for g, h in zip(snap.pending_groups, held, strict=True) if h}
+        self._parked_as = {k: g for k, g in self._parked_as.items() if k in self._parked}
         self._awaiting = {k: v for k, v in self._awaiting.items() if k in self._parked}
         self._pod_waits = {k: v for k, v in self._pod_waits.items() if k in self._parked}
         self._failures = {g.key: self._failures[g.key] for g in snap.pending_groups if g.key in self._failures}
         ends = [hit[3] for g in snap.pending_groups if (hit := self._parked.get(g.key)) is not None
                 and now < hit[3] and (hit[1] != snap.freed or self._pods_moved(g.key, snap)
-                                      or hit[0] != gang_signature(g, self._signatures))]
+                                      or not self._reads_as_parked(g, hit[0]))]
         if ends:  # something that may help came while it backs off: look again when the backoff ends
             self._cycle_due = min(ends) if self._cycle_due is None else min(self._cycle_due, min(ends))
         if len(keep) == len(snap.pending_groups):
@@ -410,7 +416,16 @@ class SchedulerController:
             return False  # a claim it waited for is there now
         if self._pods_moved(g.key, snap):
             return False  # it failed for other pods (affinity, spread), and pods changed since
-        return hit[1] == snap.freed and hit[0] == gang_signature(g, self._signatures)
+        return hit[1] == snap.freed and self._reads_as_parked(g, hit[0])
+
+    def _reads_as_parked(self, g: GroupInfo, signature: tuple[Any, ...]) -> bool:
+        """Whether the gang reads as it did when parked (``signature``, its :func:`gang_signature` then)."""
+        if self._parked_as.get(g.key) is g:
+            return True
+        if signature != gang_signature(g, self._signatures):
+            return False
+        self._parked_as[g.key] = g
+        return True
 
     def _pods_moved(self, key: str, snap: Snapshot) -> bool:
         seen = self._pod_waits.get(key)
@@ -427,6 +442,7 @@ class SchedulerController:
                 # so a claim that never comes (a resourceClaimName nobody creates) is reported then.
                 retry = min([until, *(t for t in self._grace_ends(snap.groups[key], messages) if t > now)])
                 self._parked[key] = (gang_signature(snap.groups[key], self._signatures), snap.freed, retry, now)
+                self._parked_as[key] = snap.groups[key]
                 self._awaiting[key] = missing_claims(snap.groups[key], snap.claims)
                 continue
             self._awaiting.pop(key, None)
@@ -440,6 +456,7 @@ class SchedulerController:
             backoff = min(GANG_BACKOFF_INITIAL * 2 ** (failures - 1), GANG_BACKOFF_MAX) if self.gang_backoff else 0.0
             self._parked[key] = (gang_signature(snap.groups[key], self._signatures), snap.freed, until,
                                  now + timedelta(seconds=backoff))
+            self._parked_as[key] = snap.groups[key]
 
     def _grace_ends(self, g: GroupInfo, messages: Mapping[str, str]) -> list[datetime]:
         """When the claim-wait grace of the gang's pods ends, for those whose condition it holds back."""
