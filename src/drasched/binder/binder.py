@@ -52,7 +52,12 @@ from typing import Any, Protocol
 from drasched.api import kinds
 from drasched.api.errors import ApiError, BadRequest, Conflict, Invalid, NotFound
 from drasched.api.meta import format_time
-from drasched.binder.bindingconditions import WAITING_REASON, has_binding_conditions, times_out_at, waiting_for
+from drasched.binder.bindingconditions import (
+    WAITING_REASON,
+    claims_have_binding_conditions,
+    times_out_at,
+    waiting_for,
+)
 from drasched.binder.claims import (
     BindFailure,
     clear_pod_claim_status,
@@ -301,7 +306,7 @@ class Binder:
             reserved.append(claim)
             set_pod_claim_status(self.store, pod, claim["metadata"]["name"],
                                  list(req.extended.get("containerMappings") or []))
-        if has_binding_conditions(reserved):
+        if claims_have_binding_conditions(reserved):
             detail = waiting_for(reserved, now)  # raises on a failure condition or the timeout
             if detail is not None:
                 raise _BindingPending(pod, detail, times_out_at(reserved))

@@ -21,6 +21,7 @@ from typing import Any
 
 from drasched.api.meta import parse_time
 from drasched.binder.claims import BindFailure
+from drasched.dra.claimrules import has_binding_conditions
 
 Obj = dict[str, Any]
 
@@ -32,9 +33,9 @@ WAITING_REASON = "BindingConditionsPending"
 """The reason of upstream's Event, and of the BindRequest status while the pod waits."""
 
 
-def has_binding_conditions(claims: Iterable[Obj]) -> bool:
+def claims_have_binding_conditions(claims: Iterable[Obj]) -> bool:
     """Whether any device allocated to ``claims`` must meet binding conditions first."""
-    return any(r.get("bindingConditions") for c in claims for r in _results(c))
+    return any(has_binding_conditions((c.get("status") or {}).get("allocation")) for c in claims)
 
 
 def waiting_for(claims: Iterable[Obj], now: datetime, timeout: timedelta = BINDING_TIMEOUT) -> str | None:

@@ -154,6 +154,17 @@ def is_allocated(claim: Obj) -> bool:
     return bool((claim.get("status") or {}).get("allocation"))
 
 
+def has_binding_conditions(allocation: Obj | None) -> bool:
+    """Whether a device of ``allocation`` (a claim's ``status.allocation``) must meet binding
+    conditions before its pod is bound (KEP-5007: the allocator copies a slice device's
+    ``bindingConditions`` into the result; upstream requires ``bindingFailureConditions``
+    to come with them, either marks such a device)."""
+    for result in ((allocation or {}).get("devices") or {}).get("results") or []:
+        if result.get("bindingConditions") or result.get("bindingFailureConditions"):
+            return True
+    return False
+
+
 def pod_is_done(pod: Obj) -> bool:
     """No container runs nor ever will: terminal phase, or deleted before it was scheduled.
 

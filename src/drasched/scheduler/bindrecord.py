@@ -22,9 +22,9 @@ watcher, the server's custom-resource validation of it (BENCHMARKS.md).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
 from typing import Any
 
+from drasched.dra.claimrules import has_binding_conditions
 from drasched.scheduler.groups import GroupInfo
 from drasched.scheduler.session import Placement
 
@@ -40,15 +40,7 @@ def needs_bind_request(p: Placement, group: GroupInfo) -> bool:
     allocations = [entry.get("allocation") for entry in p.claims]
     if p.extended is not None:
         allocations.append(p.extended.get("allocation"))
-    return _has_binding_conditions(allocations)
-
-
-def _has_binding_conditions(allocations: Iterable[Obj | None]) -> bool:
-    for allocation in allocations:
-        for result in ((allocation or {}).get("devices") or {}).get("results") or []:
-            if result.get("bindingConditions") or result.get("bindingFailureConditions"):
-                return True
-    return False
+    return any(map(has_binding_conditions, allocations))
 
 
 def assumed_bind_request(br: Obj, now: str) -> Obj:
