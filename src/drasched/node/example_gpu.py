@@ -40,6 +40,15 @@ a tenth of it, or steps of 1 where a tenth is not whole: compute 25 of four part
 partition policy is not quoted in full, so the partition policy here is the same rule applied
 to the partition's size.
 
+**Binding conditions** (chart values ``kubeletPlugin.bindingConditions=true`` and
+``controller.plugins={BindingConditions}``, which the ``binding-conditions`` example's README
+installs together; the annotation's ``bindingConditions``). ``internal/profiles/gpu/gpu.go``
+``EnumerateDevices`` then gives every device it publishes (whole GPUs, partitions and full
+devices alike) ``bindingConditions: [BindingConditions]`` and ``bindingFailureConditions:
+[BindingFailureConditions]``, no ``bindsToNode``; the driver's controller
+(``cmd/dra-example-controller/plugins/bindingconditions.go``) sets the condition ``True`` in the
+claim's ``status.devices`` once the claim is allocated: :mod:`drasched.node.example_binding`.
+
 **Opaque configuration** (``api/example.com/resource/gpu/v1alpha1``: ``api.go``, ``sharing.go``,
 ``validate.go``; ``gpu.go`` ``ApplyConfig``). ``apiVersion: gpu.resource.example.com/v1alpha1``
 or, as newer releases register it, ``gpu.resource.dra-example-driver.sigs.k8s.io/v1alpha1``
@@ -102,6 +111,11 @@ DEFAULT_PARTITIONS = 4
 """Partitions per GPU when partitionable devices are on without a number (``NewPartitionableProfile``)."""
 MAX_PARTITIONS = COMPUTE_PER_GPU
 """More partitions than compute units would give partitions that consume no compute."""
+
+BINDING_CONDITION = "BindingConditions"
+"""``profiles.BindingConditions``: the condition every device waits for with binding conditions on."""
+BINDING_FAILURE_CONDITION = "BindingFailureConditions"
+"""``profiles.BindingFailureConditions``: the failure condition published beside it (never set)."""
 
 TIME_SLICE_INTERVALS = ("Default", "Short", "Medium", "Long")
 SHARING_STRATEGIES = ("TimeSlicing", "SpacePartitioning")
@@ -244,12 +258,13 @@ class ExampleGpuDriver(GpuDriver):
     for the default 4."""
 
     def __init__(self, gpus: list[GpuInfo], driver_version: str, *, name: str = EXAMPLE_DRIVER_NAME,
-                 partitions: bool | int = False, **kwargs: Any) -> None:
+                 partitions: bool | int = False, binding_conditions: bool = False, **kwargs: Any) -> None:
         count = DEFAULT_PARTITIONS if partitions is True else int(partitions)
         if not 0 <= count <= MAX_PARTITIONS:
             raise ValueError(f"partitions must be from 0 to {MAX_PARTITIONS} per GPU, not {count}")
         super().__init__(gpus, driver_version, name=name, partitions=count > 0, **kwargs)
         self.partition_count = count
+        self.binding_conditions = binding_conditions
 
     @classmethod
     def mock(cls, node_name: str, cfg: MockGpuConfig | None = None, **kwargs: Any) -> GpuDriver:
@@ -300,6 +315,10 @@ class ExampleGpuDriver(GpuDriver):
                 "capacity": {"memory": {"value": format_bytes(gpu.memory_bytes)}},
                 "consumesCounters": [{"counterSet": counter_set, "counters": whole}],
             })
+        if self.binding_conditions:  # gpu.go: every device, after the devices are built
+            for dev in pool.devices:
+                dev["bindingConditions"] = [BINDING_CONDITION]
+                dev["bindingFailureConditions"] = [BINDING_FAILURE_CONDITION]
         return {node_name: pool}
 
     # ---- prepare ---------------------------------------------------------------------------

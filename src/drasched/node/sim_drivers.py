@@ -114,7 +114,8 @@ Obj = dict[str, Any]
 SIM_GPUS_ANNOTATION = "drasched.io/sim-gpus"
 COMPONENT = "sim-kubelet"
 
-_BOOL_KEYS = ("migCapable", "partitions", "shared")
+_BOOL_KEYS = ("migCapable", "partitions", "shared", "bindingConditions")
+_BOOL_ATTRS = {"migCapable": "mig_capable", "bindingConditions": "binding_conditions"}
 _KEYS = ("count", "model", "memory", "driverVersion", "computeCapability", "driver", *_BOOL_KEYS,
          "extendedResourceName")
 _TRUE = {"true": True, "false": False}
@@ -143,6 +144,9 @@ class SimGpus:
     """``partitions=N``: partitions per GPU (the DRA example driver only); 0 when not a number."""
     extended_resource_name: str = ""
     """The example driver's chart DeviceClass's ``extendedResourceName`` (none when empty)."""
+    binding_conditions: bool = False
+    """The example driver's ``kubeletPlugin.bindingConditions=true`` with its controller's
+    ``BindingConditions`` plugin (:mod:`drasched.node.example_binding`)."""
 
     def driver(self, node_name: str) -> GpuDriver:
         """The mock driver for ``node_name`` (raises ValueError on a bad memory or version);
@@ -153,7 +157,8 @@ class SimGpus:
                             mig_capable=self.mig_capable)
         if is_example_driver(self.driver_name):
             return ExampleGpuDriver.mock(node_name, cfg, name=self.driver_name,
-                                         partitions=self.partition_count or self.partitions, shared=self.shared)
+                                         partitions=self.partition_count or self.partitions, shared=self.shared,
+                                         binding_conditions=self.binding_conditions)
         cls = NvidiaGpuDriver if self.driver_name == NVIDIA_DRIVER_NAME else GpuDriver
         return cls.mock(node_name, cfg, name=self.driver_name, partitions=self.partitions, shared=self.shared)
 
@@ -174,6 +179,9 @@ class SimGpus:
                 text += f", each as {n} partitions and a full device over counter set gpu-<i>-counters"
             if self.shared:
                 text += (", partitions" if self.partitions else ", GPUs") + " allowing multiple allocations"
+            if self.binding_conditions:
+                text += (", every device with binding condition BindingConditions (set True by the driver's "
+                         "controller once a claim is allocated)")
             return text
         if self.driver_name == NVIDIA_DRIVER_NAME and self.partitions:
             model = gpu_model(self.model)
@@ -222,7 +230,7 @@ def parse_sim_gpus(text: str) -> SimGpus:
                 what = ("true, false or a number of partitions per GPU"
                         if key == "partitions" and is_example_driver(values.get("driver", "")) else "true or false")
                 raise ValueError(f"{key} must be {what}, not {values[key]!r}")
-            kwargs[{"migCapable": "mig_capable"}.get(key, key)] = _TRUE[values[key].lower()]
+            kwargs[_BOOL_ATTRS.get(key, key)] = _TRUE[values[key].lower()]
     for key, attr in (("model", "model"), ("memory", "memory"), ("driverVersion", "driver_version"),
                       ("computeCapability", "compute_capability"), ("driver", "driver_name")):
         if key in values:
@@ -240,6 +248,9 @@ def parse_sim_gpus(text: str) -> SimGpus:
     if kwargs.get("partition_count", 0) > MAX_PARTITIONS:
         raise ValueError(f"partitions must be at most {MAX_PARTITIONS} per GPU (its compute units), "
                          f"not {kwargs['partition_count']}")
+    if kwargs.get("binding_conditions") and not example:
+        raise ValueError(f"bindingConditions is the DRA example driver's chart value "
+                         f"({', '.join(EXAMPLE_DRIVER_NAMES)}); other drivers publish no binding conditions")
     if "extendedResourceName" in values:
         name = values["extendedResourceName"]
         if not name:
@@ -342,6 +353,11 @@ class SimNodeDrivers:
     def socket_dir(self) -> Path | None:
         """The run's socket directory, once a plugin is served there."""
         return self._socks.root
+
+    def binding_condition_drivers(self) -> frozenset[str]:
+        """The example drivers running with binding conditions on some node: their controller's
+        ``BindingConditions`` plugin satisfies the conditions of those drivers' devices."""
+        return frozenset(r.spec.driver_name for r in self._running.values() if r.spec.binding_conditions)
 
     def running(self) -> dict[str, str]:
         """Node name -> driver name, for every node whose mock driver runs."""

@@ -55,6 +55,11 @@ def build_default_controllers() -> list[Controller]:
     from drasched.binder import BinderController
 
     controllers.append(BinderController())
+    from drasched.node.example_binding import ExampleBindingConditionsController
+
+    # 3b. the DRA example driver's controller, where a node runs it with binding conditions
+    #     (it marks an allocated claim's devices ready, which the binder waits for)
+    controllers.append(ExampleBindingConditionsController(lambda: kubelet.node_drivers.binding_condition_drivers()))
     controllers.append(kubelet)
     from drasched.controllers.disruption import DisruptionController  # 5. PodDisruptionBudget status (embedded only)
 
