@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from drasched.api.duration import parse_go_duration
+from drasched.api.kai_install import KAI_CLASS_NAMES, holds_kai_objects
 
 Obj = dict[str, Any]
 
@@ -161,10 +162,13 @@ def translate(objects: Iterable[Obj]) -> Translation:
     out = Translation()
     _check_workloads(workloads.values(), groups, out.warnings)
     classes = {_name(o) for o in objs if (o.get("apiVersion"), o.get("kind")) == PRIORITY_CLASS} | set(SYSTEM_CLASSES)
+    if holds_kai_objects(objs):  # simulate adds the classes KAI's installation has (api/kai_install.py)
+        classes |= KAI_CLASS_NAMES
     for o in objs:
         _check_kai_labels(o, classes, out.warnings)
         _check_kai_min_member(o, out.warnings)
         _check_kai_topology(o, out.warnings)
+        _check_old_coscheduling_label(o, out.warnings)
         version_kind = (o.get("apiVersion"), o.get("kind"))
         t: Obj | None
         if is_upstream(o, "Workload"):
@@ -737,6 +741,43 @@ def coscheduling_pod_group(pg: Obj, warnings: list[str]) -> Obj:
     for k in sorted(set(spec) - set(COSCHEDULING_READ)):
         warnings.append(f"{what}: spec.{k} has no meaning here; ignored")
     return _drasched("PodGroup", pg, out)
+
+
+OLD_COSCHEDULING_POD_GROUP_LABEL = "pod-group.scheduling.sigs.k8s.io"
+"""scheduler-plugins' pod label before v0.25, which replaced it with :data:`COSCHEDULING_POD_GROUP_LABEL`
+("ACTION REQUIRED", kubernetes-sigs/scheduler-plugins#526): v0.25 and later do not read it, and neither does
+drasched; a pod carrying only it joins no group, so it is warned about."""
+
+
+def _pod_templates_labels(o: Obj) -> Iterable[tuple[str, Obj]]:
+    """``(path, labels)`` of a pod's own labels, or of the pod templates of a workload (a JobSet's per
+    replicated Job)."""
+    if o.get("kind") == "Pod":
+        yield "metadata.labels", _labels(o)
+        return
+    spec = o.get("spec") or {}
+    if o.get("kind") == "JobSet":
+        for i, rjob in enumerate(spec.get("replicatedJobs") or []):
+            job_spec = ((rjob or {}).get("template") or {}).get("spec") or {}
+            labels = ((job_spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+            yield f"spec.replicatedJobs[{i}].template.spec.template.metadata.labels", labels
+        return
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
+    if isinstance(labels, dict):
+        yield "spec.template.metadata.labels", labels
+
+
+def _check_old_coscheduling_label(o: Obj, warnings: list[str]) -> None:
+    """A pod (or a workload's pod template) labelled with scheduler-plugins' pre-v0.25 pod-group label and not
+    the current one: the pod joins no group, where the user expects the coscheduling gang."""
+    for path, labels in _pod_templates_labels(o):
+        if not isinstance(labels, dict):
+            continue
+        old = labels.get(OLD_COSCHEDULING_POD_GROUP_LABEL)
+        if old and not labels.get(COSCHEDULING_POD_GROUP_LABEL):
+            warnings.append(f"{_what(o)}: {path}[{OLD_COSCHEDULING_POD_GROUP_LABEL}] is scheduler-plugins' label "
+                            f"before v0.25 and is not read: the pods join no PodGroup; label them "
+                            f"{COSCHEDULING_POD_GROUP_LABEL}: {old} (kubernetes-sigs/scheduler-plugins#526)")
 
 
 def named_pod_group(md: Obj) -> str | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from drasched.api import kinds
 from drasched.api.decode import decode_as
 from drasched.api.decode_views import Int32
 from drasched.api.errors import BadRequest
@@ -226,14 +227,50 @@ UPSTREAM_READ = {"scheduling.k8s.io/v1beta1": "Kubernetes 1.37", "scheduling.k8s
 """The gang API versions read, newest first (the first is the one to write)."""
 
 
+V1ALPHA1_SHAPE = ("1.35's shape is gone: its Workload's spec.podGroups[].policy is a template now "
+                   "(spec.podGroupTemplates[].schedulingPolicy), each group is a PodGroup object made from one "
+                   "(spec.workloadRef: {workloadName, templateName}, spec.schedulingPolicy), and a pod joins it by "
+                   "spec.schedulingGroup.podGroupName instead of spec.workloadRef")
+"""What changed between 1.35's ``v1alpha1`` gang API and 1.36's (KEP-4671, "Decouple PodGroup API",
+KEP-5832): a version bump alone does not carry a 1.35 Workload over, so the refusal says what to write."""
+
+OLD_COSCHEDULING_GROUP = "scheduling.sigs.k8s.io"
+"""scheduler-plugins' API group before v0.25, which moved PodGroup to ``scheduling.x-k8s.io`` and its pod
+label from ``pod-group.scheduling.sigs.k8s.io`` to ``scheduling.x-k8s.io/pod-group`` ("ACTION REQUIRED",
+kubernetes-sigs/scheduler-plugins#526): v0.25 and later read neither old name, and neither does drasched."""
+
+TRANSLATED_VERSIONS = {"PodGroup": ("scheduling.x-k8s.io/v1alpha1 (scheduler-plugins' coscheduling)",
+                                    "scheduling.run.ai/v2alpha2 (KAI-Scheduler)"),
+                       "Queue": ("scheduling.run.ai/v2 (KAI-Scheduler)",)}
+"""Other schedulers' versions of a kind drasched reads (:data:`FOREIGN_VIEWS`), named when another
+version of that kind is refused: the API server's "no kind is registered" lists only what it serves."""
+
+
 def _refuse_unread_version(api_version: object, kind: object) -> None:
-    """A gang API kind in a version drasched does not read (1.35's ``v1alpha1`` Workload, whose
-    ``podGroups[].policy`` shape no later version kept): refused, naming the versions that are
-    read, as an older resource.k8s.io version is (:mod:`drasched.api.conversion`)."""
-    if kind not in ("Workload", "PodGroup") or not isinstance(api_version, str) \
-            or not api_version.startswith("scheduling.k8s.io/") or api_version in UPSTREAM_READ:
+    """Another scheduler's kind in a version drasched does not read, refused with what to write:
+
+    * a gang API kind (1.35's ``v1alpha1`` Workload, whose ``podGroups[].policy`` shape no later
+      version kept), naming the versions that are read, as an older resource.k8s.io version is
+      (:mod:`drasched.api.conversion`), and what changed since 1.35;
+    * scheduler-plugins' PodGroup in its pre-v0.25 group ``scheduling.sigs.k8s.io``, naming the
+      group and the pod label that replaced it;
+    * any other PodGroup or Queue version, naming the other schedulers' versions that are read.
+    """
+    if not isinstance(api_version, str) or kind not in ("Workload", "PodGroup", "Queue"):
         return
-    newest, *older = UPSTREAM_READ
-    also = ", ".join(f"{v} ({UPSTREAM_READ[v]})" for v in older)
-    raise BadRequest(f"{api_version} {kind} is not read by drasched: write it as {newest} "
-                     f"({UPSTREAM_READ[newest]}; also read: {also})")
+    group = api_version.rpartition("/")[0]
+    if group == "scheduling.k8s.io" and kind != "Queue" and api_version not in UPSTREAM_READ:
+        newest, *older = UPSTREAM_READ
+        also = ", ".join(f"{v} ({UPSTREAM_READ[v]})" for v in older)
+        shape = f"; {V1ALPHA1_SHAPE}" if api_version == "scheduling.k8s.io/v1alpha1" else ""
+        raise BadRequest(f"{api_version} {kind} is not read by drasched: write it as {newest} "
+                         f"({UPSTREAM_READ[newest]}; also read: {also}){shape}")
+    if group == OLD_COSCHEDULING_GROUP and kind == "PodGroup":
+        raise BadRequest(f"{api_version} PodGroup is scheduler-plugins' PodGroup before v0.25, which moved it to "
+                         "scheduling.x-k8s.io: write it as scheduling.x-k8s.io/v1alpha1 (the same fields) and label "
+                         "its pods scheduling.x-k8s.io/pod-group instead of pod-group.scheduling.sigs.k8s.io, as "
+                         "scheduler-plugins v0.25 asks (kubernetes-sigs/scheduler-plugins#526)")
+    if kind in TRANSLATED_VERSIONS and group not in ("scheduling.drasched.io", "scheduling.k8s.io"):
+        raise BadRequest(f'no kind "{kind}" is registered for version "{api_version}" (drasched serves {kind} as '
+                         f"{', '.join(kinds.served_versions(kind))}, and reads other schedulers' {kind} as "
+                         f"{', '.join(TRANSLATED_VERSIONS[kind])})")

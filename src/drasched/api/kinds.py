@@ -180,7 +180,7 @@ def for_object(obj: dict) -> ResourceType:
         known = _BY_KIND_ONLY.get(kind)
         group = api_version.rpartition("/")[0]
         other = UNMODELED.get((group, kind))
-        served = ", ".join(v for (v, k) in _BY_KIND if k == kind)
+        served = ", ".join(served_versions(kind))
         hint = (f" (drasched serves {kind} as {served})" if known
                 else f" (Kubernetes serves {kind} as {other.api_version}, which drasched leaves out)" if other
                 else f": {kubeflow_hint(kind)}" if group in KUBEFLOW_GROUPS
@@ -188,6 +188,11 @@ def for_object(obj: dict) -> ResourceType:
                 else "")
         raise BadRequest(f'no kind "{kind}" is registered for version "{api_version}"{hint}')
     return rt
+
+
+def served_versions(kind: str) -> list[str]:
+    """The apiVersions drasched serves ``kind`` in, in registry order."""
+    return [v for (v, k) in _BY_KIND if k == kind]
 
 
 KUBEFLOW_GROUPS = ("kubeflow.org", "trainer.kubeflow.org")

@@ -298,12 +298,24 @@ def load_paths(paths: Iterable[str], *, validate: bool = True, translate: bool =
     return loaded
 
 
+RETIRED_FIELDS = {
+    "spec.workloadRef": ": Kubernetes 1.35's reference from a pod to its Workload's pod group, gone since 1.36; "
+                        "the pod joins no gang. Make the group a scheduling.k8s.io/v1beta1 PodGroup and name it in "
+                        "spec.schedulingGroup.podGroupName"}
+"""The path (or path suffix: a pod template's ``spec.template.spec.workloadRef``) of a field some published
+manifests still write that the server dropped, and what replaced it: the warning for that unknown field says so
+(a pod's ``spec.workloadRef: {name, podGroup}``, 1.35's alpha gang API, KEP-4671, replaced in 1.36 by
+``spec.schedulingGroup``). Where such a path is a declared field (an upstream PodGroup's own
+``spec.workloadRef``) it is never reported unknown."""
+
+
 def _warn_unknown_fields(item: Loaded) -> None:
     """A field a built-in kind does not declare is a warning naming it (the server's
     ``fieldValidation=Warn``): a misspelt ``allocationMode`` or ``nodeSelector`` would
     otherwise silently mean the default (:mod:`drasched.api.unknown_fields`)."""
     for path in unknown_fields(item.obj):
-        print(f'warning: {item.where}: {_describe(item.obj)}: unknown field "{path}" (ignored)', file=sys.stderr)
+        why = next((w for suffix, w in RETIRED_FIELDS.items() if path == suffix or path.endswith("." + suffix)), "")
+        print(f'warning: {item.where}: {_describe(item.obj)}: unknown field "{path}" (ignored{why})', file=sys.stderr)
     spec = item.obj.get("spec")
     if (item.obj.get("kind") == kinds.JOB_SET.kind and item.obj.get("apiVersion") in kinds.JOB_SET_ALSO_SERVED
             and isinstance(spec, dict) and "startupPolicy" in spec):

@@ -12,6 +12,7 @@ from typing import Any
 from drasched.api import kinds
 from drasched.api.errors import ApiError
 from drasched.api.job_strategy import restorable_job
+from drasched.api.kai_install import kai_priority_classes
 from drasched.control import Controller
 from drasched.sim.clock import VirtualClock
 from drasched.sim.context import SimContext
@@ -82,6 +83,10 @@ def load_into(store: MemoryStore, objects: Sequence[Obj], sources: Sequence[str]
             o.get("kind") == "Namespace" and (o.get("metadata") or {}).get("name") == ns for o in objects
         ):
             store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    # KAI's PriorityClasses, which a cluster running KAI has and its users' manifests name
+    existing = {o["metadata"]["name"] for o in store.list_shared(kinds.PRIORITY_CLASS).items}
+    for pc in kai_priority_classes(objects, existing):
+        store.create(pc)
     errors: list[str] = []
     indexed = []
     first: dict[tuple[str, str, str, str], int] = {}

@@ -355,10 +355,58 @@ def test_an_unread_gang_api_version_is_refused_naming_the_versions_read(kind: st
 
     with pytest.raises(BadRequest) as exc:
         decode_foreign({"apiVersion": "scheduling.k8s.io/v1alpha1", "kind": kind, "metadata": {"name": "w"}})
-    assert exc.value.message == (f"scheduling.k8s.io/v1alpha1 {kind} is not read by drasched: write it as "
-                                 "scheduling.k8s.io/v1beta1 (Kubernetes 1.37; also read: scheduling.k8s.io/v1alpha2 "
-                                 "(1.36))")
+    assert exc.value.message.startswith(f"scheduling.k8s.io/v1alpha1 {kind} is not read by drasched: write it as "
+                                        "scheduling.k8s.io/v1beta1 (Kubernetes 1.37; also read: "
+                                        "scheduling.k8s.io/v1alpha2 (1.36)); 1.35's shape is gone: ")
+    assert "spec.schedulingGroup.podGroupName instead of spec.workloadRef" in exc.value.message
     assert not decode_foreign({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass"})
+
+
+def test_scheduler_plugins_pre_v0_25_pod_group_is_refused_naming_the_new_group_and_label() -> None:
+    """kubernetes-sigs/scheduler-plugins#526 (v0.25) moved PodGroup from scheduling.sigs.k8s.io to
+    scheduling.x-k8s.io, and its pod label to scheduling.x-k8s.io/pod-group."""
+    from drasched.api.errors import BadRequest
+    from drasched.api.foreign_shapes import decode_foreign
+
+    with pytest.raises(BadRequest) as exc:
+        decode_foreign({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": "g"}})
+    assert "write it as scheduling.x-k8s.io/v1alpha1" in exc.value.message
+    assert ("label its pods scheduling.x-k8s.io/pod-group instead of pod-group.scheduling.sigs.k8s.io"
+            in exc.value.message)
+
+
+@pytest.mark.parametrize(("api_version", "kind", "read"), [
+    ("scheduling.volcano.sh/v1beta1", "PodGroup", "scheduling.x-k8s.io/v1alpha1 (scheduler-plugins' coscheduling), "
+                                                  "scheduling.run.ai/v2alpha2 (KAI-Scheduler)"),
+    ("scheduling.run.ai/v1", "Queue", "scheduling.run.ai/v2 (KAI-Scheduler)"),
+])
+def test_another_schedulers_unread_version_names_the_versions_read(api_version: str, kind: str, read: str) -> None:
+    from drasched.api.errors import BadRequest
+    from drasched.api.foreign_shapes import decode_foreign
+
+    with pytest.raises(BadRequest) as exc:
+        decode_foreign({"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}})
+    assert exc.value.message.startswith(f'no kind "{kind}" is registered for version "{api_version}" (drasched '
+                                        f"serves {kind} as scheduling.drasched.io/v1alpha1")
+    assert exc.value.message.endswith(f"and reads other schedulers' {kind} as {read})")
+
+
+def test_scheduler_plugins_pre_v0_25_pod_label_warns_that_the_pods_join_no_group() -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml",
+                                                         "labels": {"pod-group.scheduling.sigs.k8s.io": "pg"}}}
+    both = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "q", "namespace": "ml", "labels": {
+        "pod-group.scheduling.sigs.k8s.io": "pg", "scheduling.x-k8s.io/pod-group": "pg"}}}
+    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js", "namespace": "ml"},
+              "spec": {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"metadata": {
+                  "labels": {"pod-group.scheduling.sigs.k8s.io": "pg"}}}}}}]}}
+    out = translate([pod, both, jobset])
+    assert out.warnings == [
+        "v1 Pod ml/p: metadata.labels[pod-group.scheduling.sigs.k8s.io] is scheduler-plugins' label before v0.25 and "
+        "is not read: the pods join no PodGroup; label them scheduling.x-k8s.io/pod-group: pg "
+        "(kubernetes-sigs/scheduler-plugins#526)",
+        "jobset.x-k8s.io/v1alpha2 JobSet ml/js: spec.replicatedJobs[0].template.spec.template.metadata.labels"
+        "[pod-group.scheduling.sigs.k8s.io] is scheduler-plugins' label before v0.25 and is not read: the pods join "
+        "no PodGroup; label them scheduling.x-k8s.io/pod-group: pg (kubernetes-sigs/scheduler-plugins#526)"]
 
 
 def test_kai_labels_on_a_workload_that_will_not_be_read_as_written_warn() -> None:
@@ -391,7 +439,11 @@ def test_simulate_refuses_a_1_35_workload_naming_the_versions_read(tmp_path: Pat
     assert capsys.readouterr().err == (
         f"error: {src}: document 0: Workload default/training: scheduling.k8s.io/v1alpha1 Workload is not read by "
         "drasched: write it as scheduling.k8s.io/v1beta1 (Kubernetes 1.37; also read: scheduling.k8s.io/v1alpha2 "
-        "(1.36))\nerror: 1 object(s) rejected; nothing was simulated\n")
+        "(1.36)); 1.35's shape is gone: its Workload's spec.podGroups[].policy is a template now "
+        "(spec.podGroupTemplates[].schedulingPolicy), each group is a PodGroup object made from one "
+        "(spec.workloadRef: {workloadName, templateName}, spec.schedulingPolicy), and a pod joins it by "
+        "spec.schedulingGroup.podGroupName instead of spec.workloadRef\nerror: 1 object(s) rejected; nothing was "
+        "simulated\n")
 
 
 # ---- kubernetes-sigs/scheduler-plugins (coscheduling) -------------------------------------------
