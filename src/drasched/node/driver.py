@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from drasched.node.cdi import ContainerEdits
+from drasched.node.resource_health import DeviceHealth
 
 Obj = dict[str, Any]
 
@@ -92,3 +93,9 @@ class Driver(ABC):
 
     def unprepare(self, claim: ClaimRef, devices: list[AllocatedDevice]) -> None:  # noqa: B027
         """Undo ``prepare`` for the claim's devices (also called after a failed prepare). Default: nothing."""
+
+    def device_health(self, pool: str, device: str) -> DeviceHealth | None:
+        """What the driver's DRAResourceHealth service (KEP-4680) reports for a device it published,
+        or None when the driver does not implement that service (the kubelet then shows ``Unknown``,
+        see :mod:`drasched.node.resource_health`). Default: no health service."""
+        return None

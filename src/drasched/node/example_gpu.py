@@ -75,6 +75,13 @@ upper-cased with ``-`` as ``_`` (``gpu-0`` -> ``GPU_DEVICE_0``, ``gpu-0-partitio
 add ``GPU_DEVICE_<DEVICE>_RESOURCE_CLAIM=<claim UID>`` and ``DRA_ADMIN_ACCESS`` (``true`` for an
 admin-access result), and the driver's common spec ``DRA_RESOURCE_DRIVER_NAME``.
 
+**Device health** (KEP-4680; ``cmd/dra-example-kubeletplugin/health_simulator.go``, on by default,
+``--device-health``): the driver streams every device as ``Healthy`` with the message ``Device
+<device> operating normally, temperature: <t>°C`` until a demo annotation or
+``SIMULATE_HEALTH_CHANGES`` changes it, so the kubelet shows that in ``allocatedResourcesStatus``
+(:mod:`drasched.node.resource_health`). Upstream draws ``<t>`` from 45 to 54 at random when the
+driver starts; here it is always :data:`HEALTHY_TEMPERATURE_C`, so runs repeat.
+
 **DeviceClass** (``deployments/helm/dra-example-driver/templates/deviceclass.yaml``):
 :func:`example_device_classes` is the chart's one class, named after the driver, selecting
 ``device.driver == '<driver>'``, with ``extendedResourceName`` when the chart's
@@ -91,6 +98,7 @@ from typing import Any
 from drasched.node.cdi import ContainerEdits
 from drasched.node.driver import AllocatedDevice, ClaimRef, ConfigError, PoolSpec
 from drasched.node.gpu_driver import GpuDriver, GpuInfo, MockGpuConfig, format_bytes, mock_gpus
+from drasched.node.resource_health import HEALTHY, DeviceHealth
 
 Obj = dict[str, Any]
 
@@ -252,6 +260,11 @@ def _capacity_policy(value: int, quantity: str) -> Obj:
         "min": fmt(step), "max": fmt(value), "step": fmt(step)}}}
 
 
+HEALTHY_TEMPERATURE_C = 45
+"""The temperature in the example driver's healthy message: upstream's baseline draws 45 + rand(10)
+when the driver starts; the simulation takes the low end so that its output is repeatable."""
+
+
 class ExampleGpuDriver(GpuDriver):
     """The mock GPUs published and prepared as the DRA example driver's ``gpu`` profile;
     see the module docstring. ``partitions`` is a number of partitions per GPU, or ``True``
@@ -265,6 +278,11 @@ class ExampleGpuDriver(GpuDriver):
         super().__init__(gpus, driver_version, name=name, partitions=count > 0, **kwargs)
         self.partition_count = count
         self.binding_conditions = binding_conditions
+
+    def device_health(self, pool: str, device: str) -> DeviceHealth | None:
+        """The example driver serves DRAResourceHealth and reports its devices healthy
+        (``health_simulator.go`` ``generateHealthStatusAndMessage``, scenario Healthy)."""
+        return DeviceHealth(HEALTHY, f"Device {device} operating normally, temperature: {HEALTHY_TEMPERATURE_C}°C")
 
     @classmethod
     def mock(cls, node_name: str, cfg: MockGpuConfig | None = None, **kwargs: Any) -> GpuDriver:

@@ -28,6 +28,7 @@ from drasched.api.errors import ApiError, NotFound
 from drasched.node.driver import ClaimRef, Driver
 from drasched.node.plugin import KubeletPlugin, PrepareResult
 from drasched.node.publisher import SlicePublisher
+from drasched.node.resource_health import DeviceHealth
 from drasched.store.base import ClusterStore
 
 Obj = dict[str, Any]
@@ -96,6 +97,13 @@ class DriverRegistry:
         if info is None or set(info.results) != set(info.drivers):
             return None
         return dict(info.results)
+
+    def device_health(self, node_name: str, driver_name: str, pool: str, device: str) -> DeviceHealth | None:
+        """The health the driver's plugin on the node streams for a device, or None when it serves
+        no DRAResourceHealth (a plugin reached over a socket: drasched's gRPC server serves none)."""
+        plugin = self._plugins.get((node_name, driver_name))
+        report = getattr(plugin, "device_health", None)
+        return report(pool, device) if callable(report) else None
 
     def pods_using(self, node_name: str, claim_uid: str) -> set[str]:
         info = self._claims.get((node_name, claim_uid))

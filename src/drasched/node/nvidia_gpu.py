@@ -81,6 +81,11 @@ message naming the field.
 (``type == 'gpu'``, ``extendedResourceName: nvidia.com/gpu`` as the chart renders it for
 ``resource.k8s.io/v1``) and ``mig.nvidia.com`` (``type == 'mig'``). The compute-domain
 classes belong to the ``compute-domain.nvidia.com`` driver, which is not simulated.
+
+Device health (KEP-4680): NVIDIA's driver serves DRAResourceHealth only with its
+``NVMLDeviceHealthCheck`` feature gate (alpha, off by default; ``docs`` "GPU health checking"), so
+this stand-in serves none and the kubelet shows its devices ``Unknown``
+(:mod:`drasched.node.resource_health`).
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ from drasched.api.errors import ApiError, NotFound
 from drasched.api.resource import ResourceClaim, decode
 from drasched.node.cdi import CDIError, CDIWriter, device_name
 from drasched.node.driver import AllocatedDevice, ClaimRef, ConfigError, Driver, PoolSpec
+from drasched.node.resource_health import DeviceHealth
 from drasched.quantity import Format, Quantity, QuantityError
 from drasched.store.base import ClusterStore
 
@@ -122,6 +123,10 @@ class KubeletPlugin:
     @property
     def driver_name(self) -> str:
         return self.driver.name
+
+    def device_health(self, pool: str, device: str) -> DeviceHealth | None:
+        """What the driver's DRAResourceHealth stream says about a device (None: no such service)."""
+        return self.driver.device_health(pool, device)
 
     # ---- inventory -------------------------------------------------------------------------
     def pools(self) -> dict[str, PoolSpec]:

@@ -96,6 +96,8 @@ from drasched.dra.claimrules import (
 )
 from drasched.node.admission import Rejection, admit
 from drasched.node.inprocess import DriverRegistry, prepare_in_process, unprepare_in_process
+from drasched.node.plugin import PreparedDevice
+from drasched.node.resource_health import allocated_resources_status
 from drasched.node.restarts import (
     Restarting,
     Run,
@@ -415,6 +417,35 @@ class SimulatedKubelet:
         if new:
             self.ctx.decide(self.name, "prepare", pod, f"node {_node(pod)}: {_devices_text(new)}")
 
+    def _add_resource_health(self, pod: Obj, claims: list[Obj], status: Obj) -> None:
+        """Each container's ``allocatedResourcesStatus`` (KEP-4680, on by default since 1.36), from
+        what the node's drivers prepared for the pod's claims and the health they stream; see
+        :mod:`drasched.node.resource_health`. Later statuses are cloned from this one and keep it,
+        as upstream's final status is generated before the claims are unprepared
+        (kubelet.go ``SyncTerminatedPod``)."""
+        node = _node(pod)
+        by_name = {_md(c).get("name"): c for c in claims}
+        prepared: dict[str, dict[str, tuple[PreparedDevice, ...]]] = {}
+        for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+            try:
+                name, _ = pod_claim_name(pod, entry)
+            except ClaimNotCreated:
+                continue
+            claim = by_name.get(name)
+            answers = self.registry.prepared(node, _md(claim).get("uid", "")) if claim is not None else None
+            if answers:
+                prepared[str(entry.get("name") or "")] = {d: a.devices for d, a in answers.items()}
+        containers = {c.get("name"): c for c in (pod.get("spec") or {}).get("containers") or []}
+        for cs in status.get("containerStatuses") or []:
+            container = containers.get(cs.get("name"))
+            found = allocated_resources_status(
+                container, prepared, lambda d, p, dev: self.registry.device_health(node, d, p, dev)
+            ) if container is not None else []
+            if found:
+                cs["allocatedResourcesStatus"] = found
+            else:
+                cs.pop("allocatedResourcesStatus", None)
+
     # ---- one pod -------------------------------------------------------------------------------
     def _sync_pod(self, pod: Obj) -> bool:
         if _md(pod).get("deletionTimestamp"):
@@ -440,6 +471,11 @@ class SimulatedKubelet:
         if failure is not None:
             self._warn_once(pod, "FailedPrepareDynamicResources",
                             PREPARE_FAILED_PREFIX + failure.message + "; the pod keeps running")
+            return
+        status = clone(pod.get("status") or {})
+        self._add_resource_health(pod, claims, status)
+        if status != (pod.get("status") or {}):
+            self._write_status(pod, status)
 
     def _claims_ready(self, pod: Obj) -> tuple[list[Obj], str | None, bool]:
         """The pod's claims, or why it cannot start yet, and whether that is for good unless
@@ -515,6 +551,7 @@ class SimulatedKubelet:
              "restartCount": 0, "state": {"running": {"startedAt": now}}}
             for c in (pod.get("spec") or {}).get("containers") or []
         ]
+        self._add_resource_health(pod, claims, status)
         if not self._write_status(pod, status):
             return True
         self.ctx.decide(self.name, "start", pod, f"running on {pod['spec']['nodeName']}"
