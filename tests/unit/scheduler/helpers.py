@@ -161,3 +161,14 @@ def placed_nodes(result: CycleResult) -> dict[str, str]:
 def messages(result: CycleResult) -> dict[str, str]:
     """Pod name -> PodScheduled=False message written by a cycle."""
     return {p.name: c["message"] for p, c in result.pod_conditions}
+
+
+def no_victims(fit_error: str, tried: int, nodes: int, dra: str | None = "no new claims to deallocate") -> str:
+    """``fit_error`` (``0/N nodes are available: ...``) with upstream's PostFilter statuses after it
+    (``FitError.Error()``) for a pod without a PodGroup that no pod could make room for:
+    DynamicResources' ``dra`` (None: the plugin disabled), then DefaultPreemption's dry run, which
+    found no victim on the ``tried`` nodes and did not try the others."""
+    items = [f"{n} {text}" for n, text in ((tried, "No preemption victims found for incoming pod"),
+                                           (nodes - tried, "Preemption is not helpful for scheduling")) if n]
+    preemption = f"preemption: 0/{nodes} nodes are available: {', '.join(sorted(items))}."
+    return f"{fit_error} {dra}, {preemption}" if dra else f"{fit_error} {preemption}"

@@ -82,13 +82,18 @@ def test_queue_limit_stops_a_pod_and_says_so() -> None:
                pod("p1", gpu=2, queue="q"), pod("p2", gpu=2, queue="q")])
     r = w.cycle()
     assert list(placed_nodes(r)) == ["p1"]
-    assert messages(r) == {"p2": "0/1 nodes are available: queue q over its limit for nvidia.com/gpu."}
+    # the PostFilter's statuses follow, as for any FitError (no lower-priority pod of q to evict)
+    assert messages(r) == {"p2": "0/1 nodes are available: queue q over its limit for nvidia.com/gpu. no new claims "
+                                 "to deallocate, preemption: 0/1 nodes are available: 1 No preemption victims found "
+                                 "for incoming pod."}
 
 
 def test_a_parents_limit_applies_to_its_children() -> None:
     w = World([node("a", gpu=8), queue("top", resources={"nvidia.com/gpu": {"limit": "2"}}), queue("leaf", "top"),
                pod("p1", gpu=2, queue="leaf"), pod("p2", gpu=1, queue="leaf")])
-    assert messages(w.cycle()) == {"p2": "0/1 nodes are available: queue top over its limit for nvidia.com/gpu."}
+    assert messages(w.cycle()) == {"p2": "0/1 nodes are available: queue top over its limit for nvidia.com/gpu. "
+                                         "no new claims to deallocate, preemption: 0/1 nodes are available: 1 No "
+                                         "preemption victims found for incoming pod."}
 
 
 def test_equivalent_pods_share_predicate_and_allocator_work() -> None:
@@ -170,8 +175,12 @@ def test_an_allocated_claim_pins_its_pods_to_its_nodes() -> None:
     assert placed_nodes(r) == {"p1": "c"}
     assert snap.allocator.stats["allocate_calls"] == 1  # only node c was asked
     # sort.Strings on "<count> <reason>", as upstream's FitError.Error: "1 ..." before "2 ..."
+    # then the PostFilter's: node c is short of cpu (resolvable: tried, no victim), DRA rejects a and b
+    # as unresolvable (not tried)
     assert messages(r)["p2"] == ("0/3 nodes are available: 1 Insufficient cpu, "
-                                 "2 resourceclaim not available on the node (claim default/held).")
+                                 "2 resourceclaim not available on the node (claim default/held). still not "
+                                 "schedulable, preemption: 0/3 nodes are available: 1 No preemption victims found "
+                                 "for incoming pod, 2 Preemption is not helpful for scheduling.")
 
 
 def test_a_claim_reserved_for_the_maximum_takes_no_new_consumer() -> None:

@@ -87,7 +87,8 @@ def test_without_consolidation_the_big_pod_waits_and_nothing_moves() -> None:
     assert not pods["big"]["spec"].get("nodeName")
     cond = next(c for c in pods["big"]["status"]["conditions"] if c["type"] == "PodScheduled")
     assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
-    assert cond["message"] == "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
+    assert cond["message"] == ("0/2 nodes are available: 2 Insufficient nvidia.com/gpu. no new claims to deallocate, "
+                               "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.")
     assert _consolidated(sim) == []
     assert sorted(n for n, p in pods.items() if p["status"].get("phase") == "Running") == [
         f"w-{i}" for i in range(1, 9)]

@@ -29,7 +29,8 @@ def test_writes_bind_requests_conditions_and_queue_status_once() -> None:
     waits = ctx.store.get(kinds.POD, "waits", "default")
     cond = next(c for c in waits["status"]["conditions"] if c["type"] == "PodScheduled")
     assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
-    assert cond["message"] == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    assert cond["message"] == ("0/1 nodes are available: 1 Insufficient nvidia.com/gpu. no new claims to deallocate, "
+                               "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
     q = ctx.store.get(kinds.QUEUE, "q")
     assert q["status"]["allocated"] == {"nvidia.com/gpu": "1"}
     assert q["status"]["requested"] == {"nvidia.com/gpu": "2"}

@@ -14,6 +14,7 @@ from tests.unit.scheduler.helpers import (
     claim,
     device_class,
     messages,
+    no_victims,
     node,
     placed_nodes,
     pod,
@@ -51,20 +52,21 @@ def job_pod(name: str, job: str = "train", **more: object) -> Obj:
 
 def test_disabling_implicitganggate_places_a_job_pod_before_its_podgroup_exists() -> None:
     on, off = both([node("a", cpu="4"), job_pod("train-abcde")], "implicitGangGate")
-    assert messages(on) == {"train-abcde": "0/1 nodes are available: 1 waiting for the pod's implicit PodGroup "
-                                           "(Job default/train)."}
+    assert messages(on) == {"train-abcde": no_victims("0/1 nodes are available: 1 waiting for the pod's implicit "
+                                                      "PodGroup (Job default/train).", 0, 1)}
     assert placed_nodes(off) == {"train-abcde": "a"}
 
 
 def test_disabling_nodeunschedulable_lets_cordoned_nodes_take_pods() -> None:
     on, off = both([node("a", unschedulable=True), pod("p", cpu="1")], "nodeUnschedulable")
-    assert messages(on) == {"p": "0/1 nodes are available: 1 node(s) were unschedulable."}
+    assert messages(on) == {"p": no_victims("0/1 nodes are available: 1 node(s) were unschedulable.", 0, 1)}
     assert placed_nodes(off) == {"p": "a"}
 
 
 def test_disabling_nodeselector_ignores_spec_nodeselector() -> None:
     on, off = both([node("a", {"pool": "cpu"}), pod("p", cpu="1", nodeSelector={"pool": "gpu"})], "nodeSelector")
-    assert messages(on) == {"p": "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."}
+    assert messages(on) == {"p": no_victims("0/1 nodes are available: 1 node(s) didn't match Pod's node "
+                                            "affinity/selector.", 0, 1)}
     assert placed_nodes(off) == {"p": "a"}
 
 
@@ -72,33 +74,35 @@ def test_disabling_nodeaffinity_ignores_required_affinity() -> None:
     aff = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z9"]}]}]}}}
     on, off = both([node("a", {"zone": "z1"}), pod("p", cpu="1", affinity=aff)], "nodeAffinity")
-    assert messages(on) == {"p": "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."}
+    assert messages(on) == {"p": no_victims("0/1 nodes are available: 1 node(s) didn't match Pod's node "
+                                            "affinity/selector.", 0, 1)}
     assert placed_nodes(off) == {"p": "a"}
 
 
 def test_disabling_tainttoleration_ignores_taints() -> None:
     taint = {"key": "gpu", "value": "true", "effect": "NoSchedule"}
     on, off = both([node("a", taints=[taint]), pod("p", cpu="1")], "taintToleration")
-    assert messages(on) == {"p": "0/1 nodes are available: 1 node(s) had untolerated taint {gpu: true}."}
+    assert messages(on) == {"p": no_victims("0/1 nodes are available: 1 node(s) had untolerated taint {gpu: true}.",
+                                            0, 1)}
     assert placed_nodes(off) == {"p": "a"}
 
 
 def test_disabling_podcount_lets_a_node_exceed_its_pod_count() -> None:
     on, off = both([node("a", pods="1"), pod("p1", cpu="1"), pod("p2", cpu="1")], "podCount")
     assert sorted(placed_nodes(on)) == ["p1"]
-    assert messages(on) == {"p2": "0/1 nodes are available: 1 Too many pods."}
+    assert messages(on) == {"p2": no_victims("0/1 nodes are available: 1 Too many pods.", 1, 1)}
     assert sorted(placed_nodes(off)) == ["p1", "p2"]
 
 
 def test_disabling_resourcefit_overcommits_container_requests() -> None:
     on, off = both([node("a", cpu="2"), pod("p1", cpu="2"), pod("p2", cpu="2")], "resourceFit")
-    assert messages(on) == {"p2": "0/1 nodes are available: 1 Insufficient cpu."}
+    assert messages(on) == {"p2": no_victims("0/1 nodes are available: 1 Insufficient cpu.", 1, 1)}
     assert sorted(placed_nodes(off)) == ["p1", "p2"]
 
 
 def test_disabling_resourcefit_keeps_the_pod_count() -> None:
     _, off = both([node("a", cpu="2", pods="1"), pod("p1", cpu="2"), pod("p2", cpu="2")], "resourceFit")
-    assert messages(off) == {"p2": "0/1 nodes are available: 1 Too many pods."}
+    assert messages(off) == {"p2": no_victims("0/1 nodes are available: 1 Too many pods.", 1, 1)}
 
 
 def test_disabling_dra_leaves_claim_pods_pending_with_a_message() -> None:
@@ -117,7 +121,8 @@ def test_disabling_extendedresources_serves_extended_resources_by_device_plugins
     assert placed_nodes(on) == {"p1": "dra", "p2": "dp"}
     assert placed_nodes(off) == {"p2": "dp"}
     # dra: no device plugin serves nvidia.com/gpu there; dp: one GPU, not two
-    assert messages(off) == {"p1": "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."}
+    assert messages(off) == {"p1": no_victims("0/2 nodes are available: 2 Insufficient nvidia.com/gpu.", 2, 2,
+                                              "still not schedulable")}
 
 
 def test_disabling_nodeorder_tries_nodes_in_name_order() -> None:

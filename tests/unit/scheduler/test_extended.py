@@ -16,6 +16,7 @@ from tests.unit.scheduler.helpers import (
     World,
     device_class,
     messages,
+    no_victims,
     node,
     placed_nodes,
     pod,
@@ -175,7 +176,7 @@ def test_a_pending_bind_request_keeps_its_devices_until_the_binder_writes_the_cl
 
 def test_an_unmapped_resource_the_node_lacks_does_not_fit() -> None:
     w = World([node("n"), gpu_class(), slice_("n", GPU_CLASS, gpus(1)), ext_pod("p", {"example.com/x": "1"})])
-    assert messages(w.cycle())["p"] == "0/1 nodes are available: 1 Insufficient example.com/x."
+    assert messages(w.cycle())["p"] == no_victims("0/1 nodes are available: 1 Insufficient example.com/x.", 1, 1)
 
 
 def test_nvidia_gpu_without_a_mapping_is_device_plugin_only() -> None:
@@ -184,7 +185,7 @@ def test_nvidia_gpu_without_a_mapping_is_device_plugin_only() -> None:
     cfg = SchedulerConfig(scheduler_names=(), gpu_device_classes=frozenset({"accel"}))
     w = World([node("n"), device_class("accel", driver="accel.example.com"),
                slice_("n", "accel.example.com", gpus(2)), ext_pod("p", {GPU: "1"})], cfg)
-    assert messages(w.cycle())["p"] == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    assert messages(w.cycle())["p"] == no_victims("0/1 nodes are available: 1 Insufficient nvidia.com/gpu.", 1, 1)
 
 
 # ---------------------------------------------------------------------- vectors

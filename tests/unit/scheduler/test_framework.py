@@ -28,7 +28,7 @@ from drasched.scheduler.framework.profile import Profile, default_profile
 from drasched.scheduler.framework.registry import BUILTINS, STRING, PluginContext, PluginSpec
 from drasched.scheduler.podinfo import NodeInfo, PodInfo, parse_pod
 from drasched.scheduler.session import Place
-from tests.unit.scheduler.helpers import World, node, placed_nodes, pod, podgroup
+from tests.unit.scheduler.helpers import World, no_victims, node, placed_nodes, pod, podgroup
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "plugins"
@@ -192,7 +192,7 @@ def test_an_external_static_filter_from_configuration_filters_and_explains() -> 
     p2["metadata"]["labels"]["team"] = "green"
     result = World([*objs[:2], p2], team_config()).cycle()
     cond = result.pod_conditions[0][1]
-    assert cond["message"] == "0/2 nodes are available: 2 node(s) of another team."
+    assert cond["message"] == no_victims("0/2 nodes are available: 2 node(s) of another team.", 0, 2)
     assert placed_nodes(World([*objs[:2], p2], team_config(enabled=False)).cycle()) == {"p2": "a"}
 
 

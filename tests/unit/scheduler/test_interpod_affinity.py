@@ -13,7 +13,7 @@ from drasched.api import kinds
 from drasched.scheduler.config import config_from_dict
 from drasched.scheduler.plugins.interpod import MSG_AFFINITY, MSG_ANTI_AFFINITY, MSG_EXISTING_ANTI_AFFINITY
 from drasched.scheduler.podinfo import parse_pod
-from tests.unit.scheduler.helpers import World, messages, node, placed_nodes, pod, podgroup
+from tests.unit.scheduler.helpers import World, messages, no_victims, node, placed_nodes, pod, podgroup
 
 Obj = dict[str, Any]
 HOST = "kubernetes.io/hostname"
@@ -61,7 +61,7 @@ def test_satisfy_pod_anti_affinity_one_replica_per_hostname_in_one_cycle() -> No
     placed = placed_nodes(r)
     assert sorted(placed.values()) == ["n0", "n1", "n2"]
     (left,) = {"r0", "r1", "r2", "r3"} - set(placed)
-    assert messages(r)[left] == msg(3, (3, MSG_ANTI_AFFINITY))
+    assert messages(r)[left] == no_victims(msg(3, (3, MSG_ANTI_AFFINITY)), 3, 3)
 
 
 def test_satisfy_pod_anti_affinity_against_running_pods_in_the_zone() -> None:
@@ -86,7 +86,7 @@ def test_satisfy_existing_pods_anti_affinity_symmetry() -> None:
     other = labelled(pod("other", cpu="1"), app="other")
     r = World([*nodes("a"), keeper, web, other]).cycle()
     assert placed_nodes(r) == {"other": "n0"}
-    assert messages(r)["web"] == msg(1, (1, MSG_EXISTING_ANTI_AFFINITY))
+    assert messages(r)["web"] == no_victims(msg(1, (1, MSG_EXISTING_ANTI_AFFINITY)), 1, 1)
 
 
 def test_symmetry_counts_pods_placed_earlier_in_the_cycle() -> None:
@@ -108,7 +108,7 @@ def test_satisfy_pod_affinity_to_a_running_pod_in_its_zone() -> None:
 def test_satisfy_pod_affinity_nothing_matches_and_not_itself() -> None:
     new = with_terms(labelled(pod("app", cpu="1"), app="app"), "podAffinity", term(ZONE, labelSelector=sel(app="x")))
     r = World([*nodes("a", "b"), new]).cycle()
-    assert messages(r)["app"] == msg(2, (2, MSG_AFFINITY))
+    assert messages(r)["app"] == no_victims(msg(2, (2, MSG_AFFINITY)), 0, 2)
 
 
 def test_satisfy_pod_affinity_first_of_a_series_matching_its_own_terms() -> None:
@@ -129,7 +129,7 @@ def test_satisfy_pod_affinity_node_without_the_key_fails_even_when_pods_match() 
     new = with_terms(labelled(pod("app", cpu="1"), app="app"), "podAffinity",
                      term(ZONE, labelSelector=sel(app="cache")))
     r = World([node("n0", {HOST: "n0", ZONE: "a"}, cpu="1"), node("bare", {HOST: "bare"}), running, new]).cycle()
-    assert messages(r)["app"] == msg(2, (1, "Insufficient cpu"), (1, MSG_AFFINITY))
+    assert messages(r)["app"] == no_victims(msg(2, (1, "Insufficient cpu"), (1, MSG_AFFINITY)), 1, 2)
 
 
 def test_pod_affinity_requires_one_pod_matching_all_terms() -> None:
@@ -139,7 +139,7 @@ def test_pod_affinity_requires_one_pod_matching_all_terms() -> None:
     new = with_terms(pod("app", cpu="1"), "podAffinity", term(labelSelector=sel(app="a")),
                      term(labelSelector=sel(tier="b")))
     r = World([*nodes("a", "a"), a, b, new]).cycle()
-    assert messages(r)["app"] == msg(2, (2, MSG_AFFINITY))
+    assert messages(r)["app"] == no_victims(msg(2, (2, MSG_AFFINITY)), 0, 2)
     both = labelled(pod("ab", cpu="1", node_name="n1"), app="a", tier="b")
     r = World([*nodes("a", "a"), a, b, both, new]).cycle()
     assert placed_nodes(r) == {"app": "n1"}
@@ -152,7 +152,7 @@ def test_term_namespaces_default_to_the_owners_namespace() -> None:
     assert placed_nodes(r) == {"web": "n0"}  # db is in another namespace
     new = anti("web", "web", term(labelSelector=sel(app="db"), namespaces=["other"]))
     r = World([*nodes("a"), running, new]).cycle()
-    assert messages(r)["web"] == msg(1, (1, MSG_ANTI_AFFINITY))
+    assert messages(r)["web"] == no_victims(msg(1, (1, MSG_ANTI_AFFINITY)), 1, 1)
 
 
 def test_term_namespace_selector_empty_selects_every_namespace_and_labels_select_some() -> None:
@@ -174,7 +174,7 @@ def test_match_label_keys_and_mismatch_label_keys_are_merged_from_the_owners_lab
     new = labelled(anti("new", "web", term(labelSelector=sel(app="web"), mismatchLabelKeys=["pod-template-hash"])),
                    **{"pod-template-hash": "v2"})
     r = World([*nodes("a"), old, new]).cycle()
-    assert messages(r)["new"] == msg(1, (1, MSG_ANTI_AFFINITY))
+    assert messages(r)["new"] == no_victims(msg(1, (1, MSG_ANTI_AFFINITY)), 1, 1)
 
 
 def test_terminating_pods_still_count_for_anti_affinity() -> None:
@@ -184,7 +184,7 @@ def test_terminating_pods_still_count_for_anti_affinity() -> None:
     assert w.snapshot().pods["default/db"].deleting
     w.store.create(anti("web", "web", term(labelSelector=sel(app="db"))))
     r = w.cycle()
-    assert messages(r)["web"] == msg(1, (1, MSG_ANTI_AFFINITY))
+    assert messages(r)["web"] == no_victims(msg(1, (1, MSG_ANTI_AFFINITY)), 1, 1)
 
 
 def test_a_gang_rolled_back_leaves_no_pod_behind() -> None:

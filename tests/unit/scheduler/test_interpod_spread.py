@@ -16,7 +16,7 @@ from drasched.api import kinds
 from drasched.scheduler.config import config_from_dict
 from drasched.scheduler.plugins.spread import MSG_SPREAD, MSG_SPREAD_LABEL
 from drasched.scheduler.podinfo import parse_pod
-from tests.unit.scheduler.helpers import World, messages, node, placed_nodes, pod
+from tests.unit.scheduler.helpers import World, messages, no_victims, node, placed_nodes, pod
 
 Obj = dict[str, Any]
 HOST = "kubernetes.io/hostname"
@@ -75,7 +75,9 @@ def test_filter_skew_message_and_missing_label_message() -> None:
     objs = [node("n0", {HOST: "n0", ZONE: "a"}), node("n1", {HOST: "n1", ZONE: "b"}, cpu="1"),
             node("bare", {HOST: "bare"}), running("e0", "n0"), running("x", "n1", app="x"), spread_pod("new")]
     r = World(objs).cycle()
-    assert messages(r)["new"] == msg(3, (1, "Insufficient cpu"), (1, MSG_SPREAD), (1, MSG_SPREAD_LABEL))
+    # DefaultPreemption tries n0 and n1 (Unschedulable), not bare (UnschedulableAndUnresolvable)
+    assert messages(r)["new"] == no_victims(msg(3, (1, "Insufficient cpu"), (1, MSG_SPREAD), (1, MSG_SPREAD_LABEL)),
+                                            2, 3)
 
 
 def test_filter_rejects_nodes_of_the_fuller_domain() -> None:
@@ -91,7 +93,7 @@ def test_min_match_num_is_zero_while_fewer_domains_than_min_domains() -> None:
     r = World([*nodes("a", "a", "b", "b"), *pods]).cycle()
     assert len(placed_nodes(r)) == 2  # one per domain; a third would make a skew of 2 against 0
     (left,) = {"p0", "p1", "p2"} - set(placed_nodes(r))
-    assert messages(r)[left] == msg(4, (4, MSG_SPREAD))
+    assert messages(r)[left] == no_victims(msg(4, (4, MSG_SPREAD)), 4, 4)
 
 
 def test_node_affinity_policy_honor_leaves_unselected_domains_out() -> None:

@@ -31,6 +31,9 @@ Obj = dict[str, Any]
 TAINT = {"key": "maintenance", "value": "true", "effect": "NoSchedule"}
 FILTERED = ("0/2 nodes are available: 1 node(s) had untolerated taint {maintenance: true}, "
             "1 resourceclaim not available on the node (claim default/c).")
+NOT_HELPFUL = "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+"""DefaultPreemption's status after DynamicResources': both nodes are unresolvable for the pod
+(the taint; the claim allocated elsewhere), so its dry run tries neither."""
 
 
 def pinned_claim(name: str = "c", node_name: str = "a", reserved: list[Obj] | None = None) -> Obj:
@@ -61,7 +64,9 @@ def test_an_unreserved_claim_pinned_where_the_pod_cannot_go_is_deallocated() -> 
     result = World(cluster(pinned_claim(), user())).cycle()
     assert placed_nodes(result) == {}
     assert [(p.name, c["metadata"]["name"]) for p, c in result.deallocate_claims] == [("p", "c")]
-    assert messages(result) == {"p": f"{FILTERED} {DEALLOCATED}."}  # FitError.Error(): " %v."
+    # FitError.Error(): the PostFilter plugins' statuses joined by ", " (RunPostFilterPlugins); a
+    # deallocation is Unschedulable, so DefaultPreemption runs after it
+    assert messages(result) == {"p": f"{FILTERED} {DEALLOCATED}, {NOT_HELPFUL}"}
 
 
 def test_a_claim_reserved_for_the_pod_alone_is_deallocated() -> None:
@@ -75,7 +80,7 @@ def test_a_claim_another_pod_holds_is_kept() -> None:
     world = World(cluster(pinned_claim(reserved=[other]), user()))
     result = world.cycle()
     assert result.deallocate_claims == []
-    assert messages(result) == {"p": FILTERED}
+    assert messages(result) == {"p": f"{FILTERED} still not schedulable, {NOT_HELPFUL}"}
     mine = {"resource": "pods", "name": "p", "uid": "uid-p"}
     result = World(cluster(pinned_claim(reserved=[mine, other]), user(uid="uid-p"))).cycle()
     assert result.deallocate_claims == []
@@ -86,8 +91,12 @@ def test_nothing_is_deallocated_when_no_node_was_rejected_for_the_claim() -> Non
     objs[1] = node("b", cpu="500m")  # the pod fits on neither node, whatever the claim
     result = World(objs).cycle()
     assert result.deallocate_claims == []
+    # b is short of cpu (Unschedulable: NodeResourcesFit fails before DynamicResources), so
+    # DefaultPreemption tries it; the tainted a it does not
     assert messages(result) == {"p": "0/2 nodes are available: 1 Insufficient cpu, "
-                                     "1 node(s) had untolerated taint {maintenance: true}."}
+                                     "1 node(s) had untolerated taint {maintenance: true}. still not schedulable, "
+                                     "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming "
+                                     "pod, 1 Preemption is not helpful for scheduling."}
 
 
 def test_a_gang_member_does_not_deallocate() -> None:

@@ -157,11 +157,12 @@ def test_is_preemption_allowed_only_for_lower_priority_blockers_and_the_message_
     # (RunPostFilterPlugins), as a 1.34+ kube-scheduler with DRA on writes it for a claimless pod
     assert messages(r)["h"] == (f"0/2 nodes are available: 2 {MSG_ANTI_AFFINITY}. no new claims to deallocate, "
                                 f"preemption: 0/2 nodes are available: 1 {MSG_NO_VICTIMS}, 1 {MSG_ANTI_AFFINITY}.")
-    # where the queue holds no possible victim at all, the search does not run and the message is
-    # the filters' alone (drasched appends the PostFilter's only where preemption looked)
+    # where the queue holds no possible victim at all the search does not run, yet upstream's dry
+    # run tries the node all the same (anti-affinity is Unschedulable) and finds no victim there
     r = World([_node("n1"), *_classes(), _run("web", "n1", "web", klass="high"),
                _terms(_preemptor(), "podAntiAffinity", "web")]).cycle()
-    assert messages(r)["h"] == f"0/1 nodes are available: 1 {MSG_ANTI_AFFINITY}."
+    assert messages(r)["h"] == (f"0/1 nodes are available: 1 {MSG_ANTI_AFFINITY}. no new claims to deallocate, "
+                                f"preemption: 0/1 nodes are available: 1 {MSG_NO_VICTIMS}.")
 
 
 def test_satisfy_pod_affinity_is_never_bought_by_evicting_the_pod_it_matches() -> None:

@@ -8,7 +8,7 @@ from drasched.api import kinds
 from drasched.scheduler.actions.fairness import Fairness
 from drasched.scheduler.config import SchedulerConfig
 from drasched.scheduler.cycle import CycleResult
-from tests.unit.scheduler.helpers import World, device_class, node, pod, podgroup, queue, resource_slice
+from tests.unit.scheduler.helpers import World, device_class, no_victims, node, pod, podgroup, queue, resource_slice
 from tests.unit.scheduler.preemption_helpers import held_claim, minutes_ago, ref, running, uses
 
 GPU = "nvidia.com/gpu"
@@ -57,7 +57,8 @@ def test_the_preemptor_takes_no_more_than_its_fair_share() -> None:
     r = w.cycle()
     assert len(r.evictions) == 2 and set(_nominated(r)) == {"b1", "b2"}
     msgs = {p.name: c["message"] for p, c in r.pod_conditions}
-    assert msgs["b3"] == msgs["b4"] == "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
+    # then preempt's PostFilter statuses: qb holds no lower-priority pod to evict
+    assert msgs["b3"] == msgs["b4"] == no_victims("0/2 nodes are available: 2 Insufficient nvidia.com/gpu.", 2, 2)
 
 
 def test_a_victim_queue_is_never_pushed_below_its_deserved_quota() -> None:

@@ -116,6 +116,14 @@ class Rule:
 
 def needed_tasks(session: Session, g: GroupInfo) -> list[PodInfo] | None:
     """The pods that would bring ``g`` to minMember, if evicting could help it at all."""
+    tasks = wanting_room(session, g)
+    return None if tasks is None or never_preempts(session, g, tasks) else tasks
+
+
+def wanting_room(session: Session, g: GroupInfo) -> list[PodInfo] | None:
+    """The pods that would bring ``g`` to minMember, if room is all it waits for (not its group,
+    claims to be created, a queue limit its minMember pods alone exceed; not placed this cycle),
+    whatever its preemptionPolicy."""
     if not g.pending or g.blocked is not None or g.key in session.beyond_limit:
         return None
     need = g.min_member - g.placed
@@ -124,12 +132,10 @@ def needed_tasks(session: Session, g: GroupInfo) -> list[PodInfo] | None:
     snap = session.snap
     tasks = [t for t in g.pending
              if not t.error and not any(c.waiting for c in snap.pod_claims.get(t.key, ()))][:need]
-    if len(tasks) < need or _never_preempts(session, g, tasks):
-        return None
-    return tasks
+    return tasks if len(tasks) >= need else None
 
 
-def _never_preempts(session: Session, g: GroupInfo, tasks: list[PodInfo]) -> bool:
+def never_preempts(session: Session, g: GroupInfo, tasks: list[PodInfo]) -> bool:
     """Upstream's ``preemptionPolicy: Never`` on a pod or its gang's PriorityClass: such pods
     wait rather than evict anyone (the class read once per gang: this runs for every pending
     gang in each disruptive action)."""
@@ -178,7 +184,7 @@ class VictimSearch:
         """Evict what ``tasks`` need and hold their room; False (and no trace) when they cannot all fit."""
         s = self.session
         self.postfilter = None
-        if not self._any_candidate(rule):
+        if not self.any_candidate(rule):
             return False
         stmt = s.statement()
         chosen: list[tuple[VictimGang, PodInfo]] = []
@@ -196,7 +202,7 @@ class VictimSearch:
         stmt.commit()
         return True
 
-    def _any_candidate(self, rule: Rule) -> bool:
+    def any_candidate(self, rule: Rule) -> bool:
         """Whether the rule admits any victim at all (memoised: candidates never appear mid-cycle)."""
         hit = self._has_candidates.get(rule.key)
         if hit is None:
