@@ -117,7 +117,7 @@ class KindFeed:
         with self._lock:
             self.last_seq = self._owner._next_seq()
             self._synced.set()
-        self._owner._notify()
+        self._owner._notify(self.rt)
         self.reflector.run(stop)
 
     def _touch_obj(self, obj: Obj) -> None:
@@ -133,7 +133,7 @@ class KindFeed:
                 self._floor = self._seqs[drop - 1]
                 del self._seqs[:drop]
                 del self._keys[:drop]
-        self._owner._notify()
+        self._owner._notify(self.rt)
 
     def _replaced(self) -> None:
         """A relist replaced the cache: every consumer starts over from the whole kind.
@@ -156,14 +156,14 @@ class KindFeed:
             relists = self.relists
         log.info("%s informer: relisted (%d so far); its consumers start over from the whole kind",
                  self.rt.kind, relists)
-        self._owner._notify()
+        self._owner._notify(self.rt)
 
     def nudge(self) -> None:
         """Wake whoever waits for this kind without a change to it: something in the process
         that readers of the kind also read changed (see ``SharedInformers.nudge``)."""
         with self._lock:
             self.last_seq = self._owner._next_seq()
-        self._owner._notify()
+        self._owner._notify(self.rt)
 
     @property
     def synced(self) -> bool:
@@ -257,19 +257,28 @@ class SharedInformers:
         self.max_log = max_log
         self.stopped = threading.Event()
         self._feeds: dict[ResourceType, KindFeed] = {}
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._seq = 0
+        self._waiters: dict[threading.Event, frozenset[ResourceType] | None] = {}
+        """Each thread in :meth:`wait`: its wake-up, and the kinds that end its wait (None: any)."""
 
     # -- sequence and wake-ups -------------------------------------------------------------
 
     def _next_seq(self) -> int:
-        with self._cond:
+        with self._lock:
             self._seq += 1
             return self._seq
 
-    def _notify(self) -> None:
-        with self._cond:
-            self._cond.notify_all()
+    def _notify(self, rt: ResourceType | None = None) -> None:
+        """Wake the threads waiting for a change of ``rt`` (None: every waiting thread).
+
+        Only those: every watch event and every bind handed over notifies, and waking each
+        controller's thread for each one (a ``notify_all``) cost the scheduler's thread, which
+        hands binds over holding the GIL, a wake-up of every other thread per pod (BENCHMARKS.md)."""
+        with self._lock:
+            wake = [e for e, kinds in self._waiters.items() if rt is None or kinds is None or rt in kinds]
+        for event in wake:
+            event.set()
 
     @property
     def version(self) -> int:
@@ -283,23 +292,38 @@ class SharedInformers:
         its list) ends the wait: a controller that reads BindRequests is not woken by every
         pod heartbeat of the cluster.
         """
+        interest: frozenset[ResourceType] | None
         if kinds is None:
+            interest = None
+
             def changed() -> bool:
                 return self._seq > since
         else:
-            feeds = [self.feed(rt) for rt in kinds]
+            interest = frozenset(kinds)
+            feeds = [self.feed(rt) for rt in interest]
 
             def changed() -> bool:
                 return any(f.last_seq > since for f in feeds)
-        with self._cond:
-            self._cond.wait_for(lambda: changed() or self.stopped.is_set(), timeout=max(0.0, timeout))
-            return self._seq
+        woken = threading.Event()
+        with self._lock:  # registered before the check: a change after it sets ``woken``
+            self._waiters[woken] = interest
+        try:
+            deadline = time.monotonic() + max(0.0, timeout)
+            while not (changed() or self.stopped.is_set()):
+                left = deadline - time.monotonic()
+                if left <= 0 or not woken.wait(left):
+                    break
+                woken.clear()  # a change of a watched kind that the check below may not count yet
+        finally:
+            with self._lock:
+                del self._waiters[woken]
+        return self._seq
 
     # -- feeds -------------------------------------------------------------------------------
 
     def feed(self, rt: ResourceType) -> KindFeed:
         """The feed of ``rt``, started on first use."""
-        with self._cond:
+        with self._lock:
             f = self._feeds.get(rt)
             if f is None:
                 f = KindFeed(self, rt, self.watch_timeout, self.max_log)
@@ -337,7 +361,7 @@ class SharedInformers:
     def list_errors(self) -> list[str]:
         """For each started feed whose kind the server refuses to list (not served, not allowed),
         in start order, why (:attr:`KindFeed.list_error`): ``/healthz`` fails with these."""
-        with self._cond:
+        with self._lock:
             feeds = list(self._feeds.values())
         return [e for f in feeds if (e := f.list_error) is not None]
 
