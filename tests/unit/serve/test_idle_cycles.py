@@ -85,3 +85,26 @@ def test_a_queues_usage_is_written_at_most_once_a_period_and_its_last_value_at_t
     clock.advance(1)
     sched.reconcile(ctx)
     assert allocated() == {"cpu": "4"}, "the queue's usage was not written once the period ended"
+
+
+def test_pods_parked_until_their_claim_exists_start_no_cycle_until_it_does() -> None:
+    """A pod naming a claim nobody has created yet fails once and is parked: the changes that
+    follow (here a placed pod's label; under churn, every event of the bound pods and their
+    claims) start no cycle, as none could place it; the claim's creation does, and it is placed."""
+    ctx, _ = _cluster()
+    sched = SchedulerController(SchedulerConfig(), idle_cycle_period=5.0)
+    sched.reconcile(ctx)  # a placed
+    waiting = _pod("w")
+    waiting["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "later"}]
+    waiting["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+    ctx.store.create(waiting)
+    sched.reconcile(ctx)
+    assert sched.cycles == 2  # tried: it waits for its claim
+    ctx.store.patch(kinds.POD, "a", "default", {"metadata": {"labels": {"touched": "1"}}})
+    assert not sched.reconcile(ctx) and sched.cycles == 2
+    ctx.store.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                      "metadata": {"name": "later", "namespace": "default"},
+                      "spec": {"devices": {"requests": []}}})
+    sched.reconcile(ctx)
+    assert sched.cycles == 3
+    assert ctx.store.get(kinds.BIND_REQUEST, "w", "default")["spec"]["selectedNode"] == "n1"
