@@ -304,7 +304,7 @@ class SchedulerController:
             # created): a cycle would place nothing. Under churn every watch event of a bound
             # pod or its claim came here and ran one all the same (BENCHMARKS.md).
             self._last_cycle = last_cycle
-            return self._rest(ctx, full, idle_until)
+            return self._rest(ctx, snap, idle_until)  # the parked gangs' PodGroups keep what they say
         self._refused = {uid: until for uid, until in self._refused.items() if until > now}
         result = run_cycle(snap, self.config, format_time(now), avoid=frozenset(self._refused))
         self.last = result
