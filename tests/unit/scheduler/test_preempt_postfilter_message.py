@@ -117,6 +117,16 @@ def test_gang_members_and_pods_waiting_for_claims_get_no_post_filter_status() ->
     assert msgs["w"] == "waiting for ResourceClaim default/missing to be created"
 
 
+def test_a_pod_held_for_its_implicit_podgroup_gets_no_post_filter_status() -> None:
+    # not tried until its PodGroup exists: upstream holds such a pod before its queue (a scheduling
+    # gate), so no FitError and no PostFilter
+    held = pod("j-0", cpu="1")
+    held["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "u1",
+                                            "controller": True}]
+    msgs = messages(World([*_small_nodes(), held]).cycle())
+    assert msgs == {"j-0": "0/3 nodes are available: 3 waiting for the pod's implicit PodGroup (Job default/train)."}
+
+
 def test_a_cluster_without_nodes_is_no_fit_error() -> None:
     # upstream: ErrNoNodesAvailable, not a FitError: no PostFilter runs
     assert messages(World([pod("p", cpu="1")]).cycle()) == {"p": "0/0 nodes are available: no nodes in the cluster."}

@@ -28,6 +28,7 @@ from drasched.scheduler.actions.task import task_needs
 from drasched.scheduler.eviction import PREEMPT
 from drasched.scheduler.messages import Diagnosis
 from drasched.scheduler.plugins.fit import fit_mask
+from drasched.scheduler.plugins.implicitgang import held_because
 from drasched.scheduler.podinfo import PodInfo
 from drasched.scheduler.session import Session
 from drasched.scheduler.snapshot import GroupInfo
@@ -65,8 +66,8 @@ def _fit_error(session: Session, g: GroupInfo) -> bool:
     """Whether ``g`` is a pod without a PodGroup whose message is a FitError (``0/N nodes are
     available: ...``, N > 0): upstream's scheduler runs the PostFilter plugins for those alone
     and appends their statuses (``schedule_one.go``); a cluster without nodes is no FitError."""
-    if not g.implicit or session.snap.n_nodes == 0:
-        return False
+    if not g.implicit or session.snap.n_nodes == 0 or held_because(g.pending[0]) is not None:
+        return False  # a pod held for its implicit PodGroup is not tried (upstream: a scheduling gate)
     message = session.unschedulable.get(g.pending[0].key)
     return message is not None and message.startswith("0/")
 
