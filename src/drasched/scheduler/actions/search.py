@@ -123,11 +123,12 @@ def needed_tasks(session: Session, g: GroupInfo) -> list[PodInfo] | None:
 def wanting_room(session: Session, g: GroupInfo) -> list[PodInfo] | None:
     """The pods that would bring ``g`` to minMember, if room is all it waits for (not its group,
     claims to be created, a queue limit its minMember pods alone exceed; not placed this cycle),
-    whatever its preemptionPolicy."""
+    whatever its preemptionPolicy. A gang at minMember already (an elastic one growing) wants
+    one pod at a time, as KAI's ``getNumOfTasksToAllocate``."""
     if not g.pending or g.blocked is not None or g.key in session.beyond_limit:
         return None
-    need = g.min_member - g.placed
-    if need <= 0 or any(p.key in session.placements for p in g.pending):
+    need = max(g.min_member - g.placed, 1)
+    if any(p.key in session.placements for p in g.pending):
         return None
     snap = session.snap
     tasks = [t for t in g.pending
@@ -327,9 +328,10 @@ class VictimSearch:
         return keep if self._redo(stmt, g, t, j, keep, rule) else None
 
     def _evict(self, stmt: Statement, v: VictimGang, j: int, rule: Rule) -> bool:
-        """Evict victim gang ``v`` in the session (all its pods), if the rule and budgets still allow it."""
+        """Evict victim ``v`` in the session (all its pods left; a surplus unit's one pod), if it is still
+        available (``VictimIndex.available``) and the rule and budgets still allow it."""
         s = self.session
-        if v.key in s.disruption.evicted_gangs or not rule.allowed(v) or not self.index.budgets.permits(v):
+        if not self.index.available(v) or not rule.allowed(v) or not self.index.budgets.permits(v):
             return False
         self._reasons[v.key] = rule.reason(v)
         mark = stmt.checkpoint()
@@ -408,10 +410,23 @@ class VictimSearch:
         if not short:
             return [], ()
         chosen: list[VictimGang] = []
+        surplus: dict[str, int] = {}
+        """Gang key -> its surplus units chosen (no more than it may lose; its whole gang: none)."""
         for v in victims:
             freed = v.frees.get(j, {})
             if not any(freed.get(row, 0.0) > 0 for row in short):
                 continue  # frees nothing this pod lacks here
+            w = v.whole
+            if w is not None:
+                n = surplus.get(w.key, 0)
+                if len(w._pods) - w.taken - n <= max(w.group.min_member, 1):
+                    continue  # the gang keeps minMember pods
+                surplus[w.key] = n + 1
+            elif surplus.get(v.key):  # taken whole: its surplus units chosen go with it, counted once
+                for u in [c for c in chosen if c.whole is v]:
+                    chosen.remove(u)
+                    for row in short:
+                        short[row] += u.frees.get(j, {}).get(row, 0.0)
             chosen.append(v)
             for row in short:
                 short[row] -= freed.get(row, 0.0)
