@@ -208,10 +208,13 @@ class VictimGang:
         return self.group.priority
 
     @property
-    def rank(self) -> tuple[int, int, float, tuple[bool, int, float, int, str], str]:
-        """Fewest pods, lowest priority, youngest first; a surplus unit then in :func:`surplus_order`;
-        the key keeps the order stable."""
-        return (len(self._pods), self.priority, -self.started, self.order or (False, 0, 0.0, 0, ""), self.key)
+    def rank(self) -> tuple[int, int, bool, int, float, int, str]:
+        """Fewest pods, lowest priority, youngest first (a surplus unit: in :func:`surplus_order`, its
+        pod's priority and creation); the key keeps the order stable."""
+        if self.order is not None:
+            leader, priority, created, index, _ = self.order
+            return (1, self.priority, leader, priority, created, index, self.key)
+        return (len(self._pods), self.priority, False, self.priority, -self.started, 0, self.key)
 
 
 class VictimIndex:
