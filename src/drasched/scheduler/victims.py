@@ -105,7 +105,7 @@ class VictimGang:
     """
 
     __slots__ = ("_demand", "_frees", "_index", "_movable", "_pod_budgets", "_pods", "_seen", "_started",
-                 "group", "order", "surplus", "whole")
+                 "group", "order", "surplus", "taken", "whole")
 
     def __init__(self, group: GroupInfo, index: VictimIndex, pods: list[tuple[PodInfo, int]],
                  whole: VictimGang | None = None) -> None:
@@ -125,14 +125,8 @@ class VictimGang:
         self._movable: bool | None = None
         self._pod_budgets: dict[str, list[tuple[int, bool]]] = {}
         """Pod key -> (PDB index, healthy) of each budget covering it."""
-
-    @property
-    def taken(self) -> int:
-        """How many of its surplus units are evicted in the session."""
-        if not self.surplus:
-            return 0
-        gone = self._index.session.disruption.evicted_gangs
-        return sum(1 for u in self.surplus if u.key in gone)
+        self.taken = 0
+        """How many of its surplus units are evicted in the session (``search.GangEvicted``, journaled)."""
 
     def _fresh(self) -> None:
         taken = self.taken

@@ -71,7 +71,7 @@ def test_never_below_min_member_and_the_whole_gang_takes_what_is_left() -> None:
     assert all(idx.available(u) for u in units)
     stmt = s.statement()
     for u in units[:2]:
-        s.apply(GangEvicted(s.disruption.evicted_gangs, u.key))
+        s.apply(GangEvicted(s.disruption.evicted_gangs, u.key, whole))
     assert whole.taken == 2
     assert not any(idx.available(u) for u in units)  # the gang keeps its minMember 2
     assert [p.name for p, _ in whole.pods] == ["m1", "m2"]  # taken whole now: the rest

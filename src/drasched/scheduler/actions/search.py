@@ -83,16 +83,22 @@ class EvictionsChosen:
 
 @dataclass(frozen=True, slots=True)
 class GangEvicted:
-    """A victim gang marked evicted (not chosen twice)."""
+    """A victim marked evicted (not chosen twice); a surplus unit also counts against its gang's surplus."""
 
     gone: set[str]
     key: str
+    whole: VictimGang | None = None
+    """The gang of a surplus unit."""
 
     def apply(self) -> None:
         self.gone.add(self.key)
+        if self.whole is not None:
+            self.whole.taken += 1
 
     def revert(self) -> None:
         self.gone.discard(self.key)
+        if self.whole is not None:
+            self.whole.taken -= 1
 Cost = tuple[int, int, float, int]
 
 
@@ -338,7 +344,7 @@ class VictimSearch:
         for p, node in v.pods:
             release(s, p, node, v.queue)
         self.index.budgets.spend(v)
-        s.apply(GangEvicted(s.disruption.evicted_gangs, v.key))
+        s.apply(GangEvicted(s.disruption.evicted_gangs, v.key, v.whole))
         if rule.after_evict is not None and not rule.after_evict(stmt, v, j):
             stmt.rollback(mark)
             return False
