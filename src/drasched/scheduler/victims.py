@@ -23,6 +23,8 @@ launcher pod, ``training.kubeflow.org/job-role``, for last). Never a victim:
   surplus units are taken whatever they ran;
 * a gang with a pod whose binding is still in flight (a pending BindRequest), surplus
   units included;
+* a surplus unit of a PodGroup annotated ``drasched.io/evict-whole: "true"`` (upstream's
+  ``disruptionMode: {all: {}}`` is translated to it): such a gang goes whole or not at all;
 * a pod that two PodDisruptionBudgets cover (the eviction API refuses it), or whose budget
   has no disruption left: budgets are spent as victims are chosen, so two victims under
   one budget are counted together (``budgets.py``).
@@ -60,6 +62,13 @@ def _class_protects(pc: Obj | None) -> bool:
     md = (pc or {}).get("metadata") or {}
     marks = ((md.get("labels") or {}).get(PREEMPTIBLE_KEY), (md.get("annotations") or {}).get(PREEMPTIBLE_KEY))
     return "false" in marks
+
+
+def _evicts_whole(g: GroupInfo) -> bool:
+    """Whether PodGroup ``g`` asks to be evicted whole only (``drasched.io/evict-whole``; upstream's
+    ``disruptionMode: {all: {}}``): no surplus units."""
+    md = (g.obj or {}).get("metadata") or {}
+    return (md.get("annotations") or {}).get(disruption.EVICT_WHOLE) == "true"
 
 
 def _epoch(text: str | None) -> float | None:
@@ -255,7 +264,7 @@ class VictimIndex:
                     if p.node_name and not p.terminal and not p.deleting]
             if pods:
                 head = VictimGang(g, self, pods)
-                if len(pods) > max(g.min_member, 1):
+                if len(pods) > max(g.min_member, 1) and not _evicts_whole(g):
                     head.surplus = sorted((VictimGang(g, self, [pj], whole=head) for pj in pods),
                                           key=lambda u: u.order or ())
         self._heads[g.key] = head

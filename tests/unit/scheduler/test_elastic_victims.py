@@ -144,3 +144,11 @@ def test_reclaim_takes_surplus_down_to_the_quota_never_below() -> None:
     r = World(objs).cycle()
     assert sorted(e.victim.name for e in r.evictions) == ["a3", "a4"]  # qa keeps its quota of 2
     assert all("reclaim: queue qb is below its fair share" in e.reason for e in r.evictions)
+
+
+def test_a_group_that_asks_to_be_evicted_whole_has_no_surplus_units() -> None:
+    # drasched.io/evict-whole: what an upstream PodGroup's disruptionMode {all: {}} translates to.
+    objs = _elastic(1, _member("m1", 10), _member("m2", 20), _member("m3", 30))
+    group = next(o for o in objs if o["kind"] == "PodGroup")
+    group["metadata"]["annotations"] = {"drasched.io/evict-whole": "true"}
+    assert [(v.key, len(v.pods)) for v in _index(World(objs)).gangs] == [("default/e", 3)]
