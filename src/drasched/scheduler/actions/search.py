@@ -1,6 +1,6 @@
 """Victims for one pending gang, found by simulation: evict in the session, try the gang, keep what works.
 
-For each pod the gang needs to reach minMember:
+For each pod the gang needs to reach minMember (a gang at minMember already: its next pod):
 
 1. try it as is (victims evicted for earlier pods may have made room);
 2. estimate, on every node where removing pods may help (upstream's candidates: not rejected
