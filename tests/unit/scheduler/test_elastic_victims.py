@@ -152,3 +152,19 @@ def test_a_group_that_asks_to_be_evicted_whole_has_no_surplus_units() -> None:
     group = next(o for o in objs if o["kind"] == "PodGroup")
     group["metadata"]["annotations"] = {"drasched.io/evict-whole": "true"}
     assert [(v.key, len(v.pods)) for v in _index(World(objs)).gangs] == [("default/e", 3)]
+
+
+def test_surplus_on_the_node_tried_and_the_gang_whole_across_nodes_when_it_is_not_enough() -> None:
+    def objs(min_member: int) -> list[Obj]:
+        return [node("a", gpu=2), node("b", gpu=2), queue("q"), *_classes(), podgroup("e", min_member, queue="q"),
+                running("m1", "a", gpu=1, group="e", started=minutes_ago(40), priorityClassName="low"),
+                running("m2", "a", gpu=1, group="e", started=minutes_ago(30), priorityClassName="low"),
+                running("m3", "b", gpu=1, group="e", started=minutes_ago(20), priorityClassName="low"),
+                running("m4", "b", gpu=1, group="e", started=minutes_ago(10), priorityClassName="low"),
+                pod("h", gpu=2, queue="q", priorityClassName="high")]
+    # minMember 2: two surplus pods, both on the node of the youngest victims.
+    r = World(objs(2)).cycle()
+    assert sorted(e.victim.name for e in r.evictions) == ["m3", "m4"]
+    assert [(p.name, n) for p, n in r.nominations] == [("h", "b")]
+    # minMember 3: one surplus pod frees one GPU of the two needed; the gang goes whole, on both nodes.
+    assert _cycle_evictions(objs(3)) == ["m1", "m2", "m3", "m4"]

@@ -371,7 +371,8 @@ class VictimSearch:
                 continue
             version = int(s.node_version[j])
             hit = memo.get(j)
-            if hit is None or hit[0] != version:
+            if hit is None or hit[0] != version or (hit[1] and not all(self.index.available(v) for v in hit[1])):
+                # (a surplus unit no longer to be had: its gang lost its surplus on another node)
                 hit = (version, *self._estimate(j, needs, victims))
                 memo[j] = hit
             freeing, short = hit[1], hit[2]
