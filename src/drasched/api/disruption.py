@@ -27,6 +27,10 @@ from drasched.api.selectors import match_label_selector_object
 
 Obj = dict[str, Any]
 TERMINAL = ("Succeeded", "Failed")
+EVICT_WHOLE = "drasched.io/evict-whole"
+"""On a PodGroup, ``"true"``: the scheduler evicts the gang whole or not at all, never its surplus pods
+one by one (``scheduler/victims.py``); an upstream PodGroup's ``disruptionMode: {all: {}}`` (v1alpha2
+``PodGroup``) is translated to it."""
 
 
 def is_healthy(pod: Obj) -> bool:

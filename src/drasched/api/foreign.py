@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from drasched.api.disruption import EVICT_WHOLE
 from drasched.api.duration import parse_go_duration
 from drasched.api.kai_install import KAI_CLASS_NAMES, holds_kai_objects
 
@@ -248,14 +249,17 @@ def upstream_pod_group(pg: Obj, workloads: dict[str, Obj], warnings: list[str]) 
                             f"places a group within one domain of one key ({keys[0]})")
     if spec.get("resourceClaims"):
         out_spec["resourceClaims"] = copy.deepcopy(spec["resourceClaims"])
-    _warn_disruption_mode(pg, spec.get("disruptionMode"), warnings)
+    whole = _disruption_mode(pg, spec.get("disruptionMode"), warnings) == WHOLE_GROUP
     if spec.get("parentCompositePodGroupName"):
         warnings.append(f"{what}: spec.parentCompositePodGroupName has no meaning here: drasched has no composite "
                         "PodGroups, each group is scheduled on its own")
     if spec.get("preemptionPolicy") == "Never":
         warnings.append(f"{what}: spec.preemptionPolicy Never has no meaning here: drasched takes it from the "
                         "pods' spec.preemptionPolicy or their PriorityClass")
-    return _drasched("PodGroup", pg, out_spec)
+    out = _drasched("PodGroup", pg, out_spec)
+    if whole:
+        out["metadata"]["annotations"][EVICT_WHOLE] = "true"
+    return out
 
 
 @dataclass(frozen=True)
@@ -283,21 +287,24 @@ def _workload_ref(pg: Obj) -> _WorkloadRef | None:
                         f"{base}.{name_field}", f"{base}.{template_field}")
 
 
-def _warn_disruption_mode(pg: Obj, mode: Any, warnings: list[str]) -> None:
-    """drasched evicts a group whole: a single-pod mode has no meaning here."""
+def _disruption_mode(pg: Obj, mode: Any, warnings: list[str]) -> str | None:
+    """The group's disruptionMode (``all`` or ``single``, whatever the version's spelling), None when
+    unset or unknown (warned about). ``all`` is kept as ``drasched.io/evict-whole``; ``single`` is
+    drasched's own rule only in part: the pods beyond minCount go one by one, never the group below it."""
     if mode is None:
-        return
+        return None
     v1alpha2 = pg.get("apiVersion") == UPSTREAM_V1ALPHA2
     choice = V1ALPHA2_MODES.get(mode) if v1alpha2 else next(iter(mode), None) if isinstance(mode, dict) else None
     shown = f"spec.disruptionMode {mode}" if v1alpha2 else f"spec.disruptionMode.{choice}"
-    whole = "PodGroup" if v1alpha2 else "all"
     if choice == SINGLE_POD:
-        warnings.append(f"{_what(pg)}: {shown} has no meaning here: drasched evicts a PodGroup whole "
-                        f"(disruptionMode {whole})")
+        warnings.append(f"{_what(pg)}: {shown} is read only in part: drasched evicts the group's pods beyond "
+                        "minCount one by one, and the group whole, never a pod of its minCount alone")
     elif choice != WHOLE_GROUP:
         known = "PodGroup, Pod" if v1alpha2 else "all, single"
         warnings.append(f"{_what(pg)}: spec.disruptionMode: unknown value {mode!r} (known: {known}); the group is "
                         "evicted whole")
+        return WHOLE_GROUP
+    return choice
 
 
 def _check_workloads(workloads: Iterable[Obj], groups: list[Obj], warnings: list[str]) -> None:

@@ -195,7 +195,8 @@ def test_upstream_pod_group_takes_unset_fields_from_its_workload_template() -> N
 
 @pytest.mark.parametrize(("field", "value", "warning"), [
     ("disruptionMode", {"single": {}},
-     "spec.disruptionMode.single has no meaning here: drasched evicts a PodGroup whole (disruptionMode all)"),
+     "spec.disruptionMode.single is read only in part: drasched evicts the group's pods beyond minCount one by one, "
+     "and the group whole, never a pod of its minCount alone"),
     ("priority", 5, "spec.priority 5 has no meaning here"),
     ("workloadRef", {"workloadName": "gone", "templateName": "x"},
      "spec.workloadRef.workloadName: Workload ml/gone does not exist"),
@@ -228,6 +229,7 @@ def test_v1beta1_pod_group_reads_its_template_through_workload_ref() -> None:
     out = translate([workload, group])
     assert out.warnings == []
     assert out.kept[0]["spec"] == {"minMember": 3, "topologyConstraint": {"requiredTopologyKey": "rack"}}
+    assert out.kept[0]["metadata"]["annotations"]["drasched.io/evict-whole"] == "true"  # disruptionMode all
 
 
 def test_a_missing_template_is_named_in_the_field_path_of_the_objects_version() -> None:
@@ -250,8 +252,8 @@ def test_v1alpha2_single_pod_disruption_mode_warns_in_its_own_spelling() -> None
              "metadata": {"name": "g", "namespace": "ml"},
              "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "disruptionMode": "Pod"}}
     assert translate([group]).warnings == [
-        "scheduling.k8s.io/v1alpha2 PodGroup ml/g: spec.disruptionMode Pod has no meaning here: drasched evicts a "
-        "PodGroup whole (disruptionMode PodGroup)"]
+        "scheduling.k8s.io/v1alpha2 PodGroup ml/g: spec.disruptionMode Pod is read only in part: drasched evicts the "
+        "group's pods beyond minCount one by one, and the group whole, never a pod of its minCount alone"]
 
 
 def test_composite_pod_group_templates_warn() -> None:

@@ -75,7 +75,10 @@ def _rule(session: Session, search: VictimSearch, g: GroupInfo) -> Rule:
         session.apply(HeldForMove(session.disruption, tuple(moved), v.queue, held))
         return True
 
+    def allowed(v: VictimGang) -> bool:
+        return candidate(v) and v.group is not g  # an elastic gang's own surplus makes it no room
+
     def reason(v: VictimGang) -> str:
         return f"consolidation: moved off the node so that a gang that fits nowhere else gets it (queue {g.queue})"
 
-    return Rule(CONSOLIDATE, (CONSOLIDATE, g.priority), candidate, candidate, reason, after_evict=move)
+    return Rule(CONSOLIDATE, (CONSOLIDATE, g.priority), candidate, allowed, reason, after_evict=move)

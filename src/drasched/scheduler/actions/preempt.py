@@ -1,10 +1,10 @@
 """Preempt: within one queue, a higher-priority gang evicts lower-priority ones.
 
 Gangs still pending after ``allocate`` and ``reclaim`` go in priority order (then age);
-victims are gangs of the same queue whose priority is strictly lower (upstream
-DefaultPreemption's ``isPreemptionAllowed``). Queue shares do not move (both sides are one
-queue). Victims are found by simulation (``search.py``): room in the node's resources, and
-room under inter-pod anti-affinity and topology spread constraints (a pod its own required
+victims are gangs of the same queue (or an elastic gang's surplus pods, ``victims.py``) whose
+priority is strictly lower (upstream DefaultPreemption's ``isPreemptionAllowed``). Queue shares
+do not move (both sides are one queue). Victims are found by simulation (``search.py``): room
+in the node's resources, and room under inter-pod anti-affinity and topology spread constraints (a pod its own required
 anti-affinity forbids, or whose anti-affinity forbids the preemptor, or one too many in a
 crowded spread domain), never the preemptor's own required affinity.
 

@@ -2,7 +2,8 @@
 
 For each gang still pending after ``allocate`` (queues furthest below their fair share
 first, then higher priority, then older), whose queue stays within its fair share once the
-gang is placed: victims are gangs of other queues (not its ancestors or descendants) that
+gang is placed: victims are gangs (or an elastic gang's surplus pods, ``victims.py``, each
+weighed by what it alone holds) of other queues (not its ancestors or descendants) that
 are above their fair share in a dimension the victim holds, and that stay at or above
 their deserved quota without it. Across subtrees the same holds at each level where the
 two queues differ: the preemptor's side below its share, the victim's side above its own

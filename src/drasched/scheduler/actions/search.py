@@ -1,6 +1,6 @@
 """Victims for one pending gang, found by simulation: evict in the session, try the gang, keep what works.
 
-For each pod the gang needs to reach minMember:
+For each pod the gang needs to reach minMember (a gang at minMember already: its next pod):
 
 1. try it as is (victims evicted for earlier pods may have made room);
 2. estimate, on every node where removing pods may help (upstream's candidates: not rejected
@@ -83,16 +83,22 @@ class EvictionsChosen:
 
 @dataclass(frozen=True, slots=True)
 class GangEvicted:
-    """A victim gang marked evicted (not chosen twice)."""
+    """A victim marked evicted (not chosen twice); a surplus unit also counts against its gang's surplus."""
 
     gone: set[str]
     key: str
+    whole: VictimGang | None = None
+    """The gang of a surplus unit."""
 
     def apply(self) -> None:
         self.gone.add(self.key)
+        if self.whole is not None:
+            self.whole.taken += 1
 
     def revert(self) -> None:
         self.gone.discard(self.key)
+        if self.whole is not None:
+            self.whole.taken -= 1
 Cost = tuple[int, int, float, int]
 
 
@@ -123,11 +129,12 @@ def needed_tasks(session: Session, g: GroupInfo) -> list[PodInfo] | None:
 def wanting_room(session: Session, g: GroupInfo) -> list[PodInfo] | None:
     """The pods that would bring ``g`` to minMember, if room is all it waits for (not its group,
     claims to be created, a queue limit its minMember pods alone exceed; not placed this cycle),
-    whatever its preemptionPolicy."""
+    whatever its preemptionPolicy. A gang at minMember already (an elastic one growing) wants
+    one pod at a time, as KAI's ``getNumOfTasksToAllocate``."""
     if not g.pending or g.blocked is not None or g.key in session.beyond_limit:
         return None
-    need = g.min_member - g.placed
-    if need <= 0 or any(p.key in session.placements for p in g.pending):
+    need = max(g.min_member - g.placed, 1)
+    if any(p.key in session.placements for p in g.pending):
         return None
     snap = session.snap
     tasks = [t for t in g.pending
@@ -327,16 +334,17 @@ class VictimSearch:
         return keep if self._redo(stmt, g, t, j, keep, rule) else None
 
     def _evict(self, stmt: Statement, v: VictimGang, j: int, rule: Rule) -> bool:
-        """Evict victim gang ``v`` in the session (all its pods), if the rule and budgets still allow it."""
+        """Evict victim ``v`` in the session (all its pods left; a surplus unit's one pod), if it is still
+        available (``VictimIndex.available``) and the rule and budgets still allow it."""
         s = self.session
-        if v.key in s.disruption.evicted_gangs or not rule.allowed(v) or not self.index.budgets.permits(v):
+        if not self.index.available(v) or not rule.allowed(v) or not self.index.budgets.permits(v):
             return False
         self._reasons[v.key] = rule.reason(v)
         mark = stmt.checkpoint()
         for p, node in v.pods:
             release(s, p, node, v.queue)
         self.index.budgets.spend(v)
-        s.apply(GangEvicted(s.disruption.evicted_gangs, v.key))
+        s.apply(GangEvicted(s.disruption.evicted_gangs, v.key, v.whole))
         if rule.after_evict is not None and not rule.after_evict(stmt, v, j):
             stmt.rollback(mark)
             return False
@@ -363,7 +371,8 @@ class VictimSearch:
                 continue
             version = int(s.node_version[j])
             hit = memo.get(j)
-            if hit is None or hit[0] != version:
+            if hit is None or hit[0] != version or (hit[1] and not all(self.index.available(v) for v in hit[1])):
+                # (a surplus unit no longer to be had: its gang lost its surplus on another node)
                 hit = (version, *self._estimate(j, needs, victims))
                 memo[j] = hit
             freeing, short = hit[1], hit[2]
@@ -408,10 +417,23 @@ class VictimSearch:
         if not short:
             return [], ()
         chosen: list[VictimGang] = []
+        surplus: dict[str, int] = {}
+        """Gang key -> its surplus units chosen (no more than it may lose; its whole gang: none)."""
         for v in victims:
             freed = v.frees.get(j, {})
             if not any(freed.get(row, 0.0) > 0 for row in short):
                 continue  # frees nothing this pod lacks here
+            w = v.whole
+            if w is not None:
+                n = surplus.get(w.key, 0)
+                if len(w._pods) - w.taken - n <= max(w.group.min_member, 1):
+                    continue  # the gang keeps minMember pods
+                surplus[w.key] = n + 1
+            elif surplus.get(v.key):  # taken whole: its surplus units chosen go with it, counted once
+                for u in [c for c in chosen if c.whole is v]:
+                    chosen.remove(u)
+                    for row in short:
+                        short[row] += u.frees.get(j, {}).get(row, 0.0)
             chosen.append(v)
             for row in short:
                 short[row] -= freed.get(row, 0.0)
