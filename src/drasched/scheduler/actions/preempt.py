@@ -66,10 +66,13 @@ def _fit_error(session: Session, g: GroupInfo) -> bool:
     """Whether ``g`` is a pod without a PodGroup whose message is a FitError (``0/N nodes are
     available: ...``, N > 0): upstream's scheduler runs the PostFilter plugins for those alone
     and appends their statuses (``schedule_one.go``); a cluster without nodes is no FitError."""
-    if not g.implicit or session.snap.n_nodes == 0 or held_because(g.pending[0]) is not None:
-        return False  # a pod held for its implicit PodGroup is not tried (upstream: a scheduling gate)
+    if not g.implicit or session.snap.n_nodes == 0:
+        return False
     message = session.unschedulable.get(g.pending[0].key)
-    return message is not None and message.startswith("0/")
+    if message is None or not message.startswith("0/"):
+        return False
+    held = held_because(g.pending[0])  # held for its implicit PodGroup: not tried (upstream: a scheduling gate)
+    return held is None or held not in message
 
 
 def no_victims_status(session: Session, t: PodInfo, memo: dict[tuple[str, ...], str]) -> str:
