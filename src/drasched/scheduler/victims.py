@@ -180,6 +180,12 @@ class VictimGang:
         return out
 
     @property
+    def surplus_left(self) -> int:
+        """A whole gang's running pods beyond minMember not evicted yet in the session: how many
+        more of its surplus units may go."""
+        return len(self._pods) - self.taken - max(self.group.min_member, 1)
+
+    @property
     def started(self) -> float:
         """When its last pod started (its start time, else its creation); a surplus unit: its creation."""
         if self._started is None:
@@ -304,7 +310,7 @@ class VictimIndex:
         w = v.whole
         if w is None:
             return True
-        return w.key not in gone and len(w._pods) - w.taken > max(w.group.min_member, 1)
+        return w.key not in gone and w.surplus_left > 0
 
     def _check(self, v: VictimGang) -> bool:
         """Whether ``v`` may be evicted; a protection found is noted in :attr:`protected`."""

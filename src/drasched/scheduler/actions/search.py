@@ -426,7 +426,7 @@ class VictimSearch:
             w = v.whole
             if w is not None:
                 n = surplus.get(w.key, 0)
-                if len(w._pods) - w.taken - n <= max(w.group.min_member, 1):
+                if w.surplus_left <= n:
                     continue  # the gang keeps minMember pods
                 surplus[w.key] = n + 1
             elif surplus.get(v.key):  # taken whole: its surplus units chosen go with it, counted once
