@@ -222,9 +222,12 @@ def _start_scheduler(kind: str, kubeconfig: str, workdir: Path, profile: bool = 
         [str(bin_dir / "kube-scheduler"), f"--config={cfg}", f"--feature-gates={FEATURE_GATES}",
          "--secure-port=0"],
         stdout=log, stderr=subprocess.STDOUT)
+    # The garbage collector deletes the claims of deleted pods, as in any cluster: drasched's claim
+    # controller deletes them itself, so without it the peer's runs would leave that write out.
     kcm = subprocess.Popen(
         [str(bin_dir / "kube-controller-manager"), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
-         "--controllers=resourceclaim-controller", f"--feature-gates={FEATURE_GATES}", "--secure-port=0",
+         "--controllers=resourceclaim-controller,garbage-collector-controller", f"--feature-gates={FEATURE_GATES}",
+         "--secure-port=0",
          "--kube-api-qps=5000", "--kube-api-burst=5000"],
         stdout=log, stderr=subprocess.STDOUT)
     return [scheduler, kcm]
