@@ -107,6 +107,8 @@ class Gone(ApiError):
 def invalid(kind: str, name: str, causes: list[Cause]) -> Invalid:
     """Build an Invalid error whose message reads like the API server's."""
     detail = ", ".join(f"{c.field}: {c.message}" if c.field else c.message for c in causes)
+    if len(causes) > 1:  # apimachinery's NewInvalid prints several as an aggregate: "[a, b]"
+        detail = f"[{detail}]"
     return Invalid(f'{kind} "{name}" is invalid: {detail}', kind, name, causes)
 
 

@@ -35,6 +35,7 @@ from drasched.api.job_strategy import prepare_job_for_create
 from drasched.api.kinds import ResourceType
 from drasched.api.meta import format_time
 from drasched.api.selectors import field_selector_matches, label_selector_matches
+from drasched.api.validation import gang
 from drasched.api.validation.admin_access import admin_access_causes, admin_access_status_causes
 from drasched.api.workload_defaults import prepare_daemon_set
 from drasched.store import pod_admission
@@ -206,6 +207,9 @@ class MemoryStore:
         if admitted:  # the mutating admission plugins, in the server's order: before validation
             self._admit_priority(obj, admission_name)
             pod_admission.admit_pod(obj["spec"], admission_name, self._runtime_class)
+        elif rt is kinds.UPSTREAM_POD_GROUP:
+            gang.default_pod_group(obj)
+            self._admit_group_priority(obj, admission_name)
         validation.validate(obj, rt)
         self._check_namespace(rt, md.get("namespace"))
         self._authorize_admin_access(rt, obj, admin_access_causes(obj, rt, self._namespace_of(obj)))
@@ -251,17 +255,12 @@ class MemoryStore:
         """
         spec = pod.setdefault("spec", {})
         name = spec.get("priorityClassName")
-        if name:
-            pc = self._objects.get((kinds.PRIORITY_CLASS, "", name)) or _SYSTEM_PRIORITY_CLASSES.get(name)
-            if pc is None:
-                raise Forbidden(f'pods "{pod_name}" is forbidden: no PriorityClass with name {name} was found',
-                                "Pod", pod_name)
-        else:
-            # several defaults (a race upstream tolerates): the one with the lowest value
-            defaults = [o for o in self.iter_kind(kinds.PRIORITY_CLASS) if o.get("globalDefault")]
-            pc = min(defaults, key=lambda o: (int(o.get("value", 0)), o["metadata"]["name"])) if defaults else None
-            if pc is not None:
-                spec["priorityClassName"] = pc["metadata"]["name"]
+        pc = self._priority_class(name)
+        if name and pc is None:
+            raise Forbidden(f'pods "{pod_name}" is forbidden: no PriorityClass with name {name} was found',
+                            "Pod", pod_name)
+        if not name and pc is not None:
+            spec["priorityClassName"] = pc["metadata"]["name"]
         priority = int(pc.get("value", 0)) if pc is not None else 0
         policy = (pc.get("preemptionPolicy") if pc is not None else None) or "PreemptLowerPriority"
         if spec.get("priority") is not None and spec["priority"] != priority:
@@ -274,6 +273,33 @@ class MemoryStore:
                             f"controller computed {policy} from the given PriorityClass name", "Pod", pod_name)
         spec["priority"] = priority
         spec["preemptionPolicy"] = policy
+
+    def _priority_class(self, name: str | None) -> Obj | None:
+        """The class named, or with no name the globalDefault one (the lowest value if a race made
+        several), as the Priority admission plugin finds it; None for a name that does not exist."""
+        if name:
+            return self._objects.get((kinds.PRIORITY_CLASS, "", name)) or _SYSTEM_PRIORITY_CLASSES.get(name)
+        defaults = [o for o in self.iter_kind(kinds.PRIORITY_CLASS) if o.get("globalDefault")]
+        return min(defaults, key=lambda o: (int(o.get("value", 0)), o["metadata"]["name"])) if defaults else None
+
+    def _admit_group_priority(self, group: Obj, group_name: str) -> None:
+        """The Priority admission plugin on an upstream PodGroup (1.37): as on a pod, in its own words."""
+        spec = group.get("spec")
+        if not isinstance(spec, dict):
+            spec = group["spec"] = {}
+        name = spec.get("priorityClassName")
+        pc = self._priority_class(name)
+        what = f'{kinds.UPSTREAM_POD_GROUP.group_resource} "{group_name}" is forbidden'
+        if name and pc is None:
+            raise Forbidden(f"{what}: no PriorityClass with name {name} was found", "PodGroup", group_name)
+        if not name and pc is not None:
+            spec["priorityClassName"] = pc["metadata"]["name"]
+        priority = int(pc.get("value", 0)) if pc is not None else 0
+        if spec.get("priority") is not None and spec["priority"] != priority:
+            raise Forbidden(f"{what}: priority set in the pod group ({spec['priority']}) must match the priority "
+                            f"computed ({priority}) based on the priority class set in the spec", "PodGroup",
+                            group_name)
+        spec["priority"] = priority
 
     def _runtime_class(self, name: str) -> Obj | None:
         return self._objects.get((kinds.RUNTIME_CLASS, "", name))

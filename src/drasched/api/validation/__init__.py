@@ -12,7 +12,18 @@ from typing import Any
 from drasched.api import kinds
 from drasched.api.errors import Cause, Invalid, invalid
 from drasched.api.kinds import ResourceType
-from drasched.api.validation import core, crds, node, policy, resource, scheduling, slices, taintrules, workloads
+from drasched.api.validation import (
+    core,
+    crds,
+    gang,
+    node,
+    policy,
+    resource,
+    scheduling,
+    slices,
+    taintrules,
+    workloads,
+)
 from drasched.api.validation.metadata import validate_metadata
 from drasched.api.validation.names import (
     LABEL_MSG,
@@ -36,6 +47,8 @@ _BY_TYPE: dict[ResourceType, Callable[[Obj], list[Cause]]] = {
     kinds.PRIORITY_CLASS: scheduling.validate_priority_class,
     kinds.RUNTIME_CLASS: node.validate_runtime_class,
     kinds.POD_GROUP: crds.validate_pod_group,
+    kinds.UPSTREAM_WORKLOAD: gang.validate_workload,
+    kinds.UPSTREAM_POD_GROUP: gang.validate_pod_group,
     kinds.POD_DISRUPTION_BUDGET: policy.validate_pod_disruption_budget,
 }
 _STATUS_BY_TYPE: dict[ResourceType, Callable[[Obj], list[Cause]]] = {

@@ -114,7 +114,8 @@ C_IDENTIFIER_MSG = (
 
 def too_many(field: str, count: int, limit: int) -> Cause:
     """apimachinery's ``field.TooMany``: the count, never the list itself."""
-    return Cause(field, f"Too many: {count}: must have at most {limit} items", "FieldValueTooMany")
+    noun = "item" if limit == 1 else "items"
+    return Cause(field, f"Too many: {count}: must have at most {limit} {noun}", "FieldValueTooMany")
 
 
 def too_long(field: str, limit: int) -> Cause:
