@@ -311,3 +311,75 @@ def test_simulate_refuses_each_rule_naming_the_field(tmp_path: Path, capsys: pyt
     err = capsys.readouterr().err
     assert f"{path}: document 1: " in err and rule.field in err and rule.fragment in err, err
     assert f"{obj['kind']} " in err and "bad" in err, err
+
+
+# Updates: what may change once the object exists (+k8s:immutable, +k8s:update on the v1beta1 types).
+
+
+UPDATES = [
+    Rule("workload-template-added", workload,
+         lambda obj: obj["spec"]["podGroupTemplates"].append(template("more")),
+         "spec.podGroupTemplates[1]", "Forbidden: item may not be added"),
+    Rule("workload-template-removed", workload, templates(template("workers"), template("more")),
+         "spec.podGroupTemplates", "Forbidden: item may not be removed"),
+    Rule("workload-controller-changed", workload, at("spec.controllerRef.name", "other"),
+         "spec.controllerRef", "Invalid value: null: field is immutable"),
+    Rule("workload-template-gang-cleared", workload, at("spec.podGroupTemplates.0.schedulingPolicy", {"basic": {}}),
+         "spec.podGroupTemplates[0].schedulingPolicy.gang", "Invalid value: null: field cannot be cleared once set"),
+    Rule("workload-template-disruption-changed", workload,
+         at("spec.podGroupTemplates.0.disruptionMode", {"all": {}}),
+         "spec.podGroupTemplates[0].disruptionMode", "Invalid value: null: field is immutable"),
+    Rule("group-workload-ref-changed", pod_group, at("spec.workloadRef.templateName", "other"),
+         "spec.workloadRef", "Invalid value: null: field is immutable"),
+    Rule("group-policy-to-basic", pod_group, at("spec.schedulingPolicy", {"basic": {}}),
+         "spec.schedulingPolicy.basic", "Invalid value: null: field is immutable"),
+    Rule("group-claims-changed", pod_group, at("spec.resourceClaims", [{"name": "gpu", "resourceClaimName": "x"}]),
+         "spec.resourceClaims", "Invalid value: null: field is immutable"),
+    Rule("group-priority-changed", pod_group, at("spec.priority", 5),
+         "spec.priority", "Invalid value: null: field is immutable"),
+]
+"""Each rule's ``mutate`` is applied to the object as created (the removal rule's to a Workload
+created with two templates, the first kept)."""
+
+MUTABLE = [
+    Rule("workload-min-count", workload, at("spec.podGroupTemplates.0.schedulingPolicy.gang.minCount", 8), "", ""),
+    Rule("group-min-count", pod_group, at("spec.schedulingPolicy.gang.minCount", 8), "", ""),
+    Rule("group-labels", pod_group, at("metadata.labels", {"team": "a"}), "", ""),
+]
+
+
+def _created(store: ClusterStore, ns: str, rule: Rule) -> Obj:
+    obj = rule.base(ns, unique(rule.id))
+    if rule.id == "workload-template-removed":
+        obj["spec"]["podGroupTemplates"].append(template("more"))
+        rule = Rule(rule.id, rule.base, templates(template("workers")), rule.field, rule.fragment)
+    got = store.create(obj)
+    rule.mutate(got)
+    return got
+
+
+@pytest.mark.parametrize("rule", UPDATES, ids=[r.id for r in UPDATES])
+def test_each_update_rule_is_refused_naming_the_field(store: ClusterStore, ns: str, rule: Rule) -> None:
+    changed = _created(store, ns, rule)
+    with pytest.raises(Invalid) as caught:
+        store.update(changed)
+    assert (rule.field, rule.fragment) in causes(caught.value), causes(caught.value)
+
+
+@pytest.mark.parametrize("rule", MUTABLE, ids=[r.id for r in MUTABLE])
+def test_what_may_change_is_updated(store: ClusterStore, ns: str, rule: Rule) -> None:
+    store.update(_created(store, ns, rule))
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("rule", UPDATES, ids=[r.id for r in UPDATES])
+def test_both_stores_word_the_update_refusal_alike(local_cluster: LocalCluster, rule: Rule) -> None:
+    said = {}
+    for name, store in (("memory", MemoryStore()), ("kube", local_cluster.store())):
+        ns = unique("words")
+        ensure_namespace(store, ns)
+        changed = _created(store, ns, rule)
+        with pytest.raises(Invalid) as caught:
+            store.update(changed)
+        said[name] = caught.value.message.replace(changed["metadata"]["name"], "NAME")
+    assert said["memory"] == said["kube"]

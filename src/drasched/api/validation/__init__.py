@@ -51,6 +51,10 @@ _BY_TYPE: dict[ResourceType, Callable[[Obj], list[Cause]]] = {
     kinds.UPSTREAM_POD_GROUP: gang.validate_pod_group,
     kinds.POD_DISRUPTION_BUDGET: policy.validate_pod_disruption_budget,
 }
+_GANG_UPDATES: dict[ResourceType, Callable[[Obj, Obj], list[Cause]]] = {
+    kinds.UPSTREAM_WORKLOAD: gang.validate_workload_update,
+    kinds.UPSTREAM_POD_GROUP: gang.validate_pod_group_update,
+}
 _STATUS_BY_TYPE: dict[ResourceType, Callable[[Obj], list[Cause]]] = {
     kinds.RESOURCE_CLAIM: resource.validate_claim_status,
     kinds.DEVICE_TAINT_RULE: taintrules.validate_taint_rule_status,
@@ -91,6 +95,9 @@ def validate_update(old: Obj, new: Obj, rt: ResourceType) -> None:
     if rt is kinds.RESOURCE_CLAIM and old.get("spec") != new.get("spec"):
         raise invalid(qualified_kind(rt), old["metadata"]["name"],
                       [Cause("spec", "Invalid value: field is immutable")])
+    gang_rule = _GANG_UPDATES.get(rt)
+    if gang_rule is not None and (causes := gang_rule(old, new)):
+        raise invalid(qualified_kind(rt), old["metadata"]["name"], causes)
     if rt is kinds.RUNTIME_CLASS and (causes := node.validate_runtime_class_update(old, new)):
         raise invalid(qualified_kind(rt), old["metadata"]["name"], causes)
     if rt is kinds.POD:

@@ -191,15 +191,18 @@ def _spec(obj: Obj) -> Obj:
 def validate_workload(obj: Obj) -> list[Cause]:
     """A v1beta1 Workload's spec (``ValidateWorkload``; its metadata is checked by the caller)."""
     spec = _spec(obj)
-    causes = _controller_ref("spec.controllerRef", spec.get("controllerRef"))
     templates = as_list(spec.get("podGroupTemplates"))
+    causes: list[Cause] = []
+    # the handwritten rule (validateWorkloadPriority: one priority for the whole workload) is said
+    # before the declarative ones
+    priorities = {(t.get("priorityClassName") or "", t.get("priority")) for t in templates if isinstance(t, dict)}
+    if len(priorities) > 1:
+        causes.append(bad("spec", None, "detected multiple priority configurations"))
+    causes += _controller_ref("spec.controllerRef", spec.get("controllerRef"))
     if not templates:  # compositePodGroupTemplates alone: dropped by the server with its gate off
         causes.append(bad("spec", "", "must specify one of: `podGroupTemplates`, `compositePodGroupTemplates`"))
         return causes
     causes += _list_of_named("spec.podGroupTemplates", templates, MAX_TEMPLATES, _template_json, _template)
-    priorities = {(t.get("priorityClassName") or "", t.get("priority")) for t in templates if isinstance(t, dict)}
-    if len(priorities) > 1:  # validateWorkloadPriority: one priority for the whole workload
-        causes.append(bad("spec", None, "detected multiple priority configurations"))
     return causes
 
 
@@ -219,6 +222,73 @@ def validate_pod_group(obj: Obj) -> list[Cause]:
     if isinstance(priority, int) and priority > MAX_PRIORITY:
         causes.append(bad("spec.priority", priority, f"must be less than or equal to {MAX_PRIORITY}"))
     return causes
+
+
+# ---- updates: what may change once the object exists ------------------------------------------
+
+
+def _immutable(path: str) -> Cause:
+    """``+k8s:immutable``, in the declarative validator's words (the value is never printed)."""
+    return bad(path, None, "field is immutable")
+
+
+def _policy_update(path: str, old: Any, new: Any) -> list[Cause]:
+    """``basic`` may not change; ``gang`` may neither appear nor go (its minCount may change)."""
+    old = old if isinstance(old, dict) else {}
+    new = new if isinstance(new, dict) else {}
+    causes: list[Cause] = []
+    if _set(old.get("basic")) != _set(new.get("basic")) or old.get("basic") != new.get("basic"):
+        causes.append(_immutable(f"{path}.basic"))
+    if _set(old.get("gang")) and not _set(new.get("gang")):
+        causes.append(bad(f"{path}.gang", None, "field cannot be cleared once set"))
+    elif not _set(old.get("gang")) and _set(new.get("gang")):
+        causes.append(bad(f"{path}.gang", None, "field cannot be set once created"))
+    return causes
+
+
+def _unchanged(path: str, old: Obj, new: Obj, fields: tuple[str, ...]) -> list[Cause]:
+    return [_immutable(f"{path}.{f}") for f in fields if old.get(f) != new.get(f)]
+
+
+_TEMPLATE_IMMUTABLE = ("schedulingConstraints", "resourceClaims", "disruptionMode", "priorityClassName", "priority")
+_GROUP_IMMUTABLE = ("workloadRef", "schedulingConstraints", "resourceClaims", "disruptionMode", "priorityClassName",
+                    "priority")
+
+
+def validate_workload_update(old: Obj, new: Obj) -> list[Cause]:
+    """A Workload's templates are fixed once created: none added or removed (matched by name),
+    and of each only the gang's ``minCount`` may change; ``controllerRef`` is immutable."""
+    old_spec, new_spec = _spec(old), _spec(new)
+    causes = [_immutable("spec.controllerRef")] if old_spec.get("controllerRef") != new_spec.get(
+        "controllerRef") else []
+    old_templates = {t.get("name"): t for t in as_list(old_spec.get("podGroupTemplates")) if isinstance(t, dict)}
+    new_templates = as_list(new_spec.get("podGroupTemplates"))
+    new_names = {t.get("name") for t in new_templates if isinstance(t, dict)}
+    changed: list[Cause] = []
+    for i, t in enumerate(new_templates):
+        if not isinstance(t, dict):
+            continue
+        before = old_templates.get(t.get("name"))
+        path = f"spec.podGroupTemplates[{i}]"
+        if before is None:
+            causes.append(Cause(path, "Forbidden: item may not be added", "FieldValueForbidden"))
+            continue
+        changed += _policy_update(f"{path}.schedulingPolicy", before.get("schedulingPolicy"),
+                                  t.get("schedulingPolicy"))
+        changed += _unchanged(path, before, t, _TEMPLATE_IMMUTABLE)
+    if any(name not in new_names for name in old_templates):
+        causes.append(Cause("spec.podGroupTemplates", "Forbidden: item may not be removed", "FieldValueForbidden"))
+    return causes + changed
+
+
+def validate_pod_group_update(old: Obj, new: Obj) -> list[Cause]:
+    """A PodGroup keeps its template reference, constraints, claims, disruption mode and priority;
+    its policy may not switch between basic and gang (the gang's ``minCount`` may change)."""
+    old_spec, new_spec = _spec(old), _spec(new)
+    causes = _unchanged("spec", old_spec, new_spec, _GROUP_IMMUTABLE[:1])
+    causes += _policy_update("spec.schedulingPolicy", old_spec.get("schedulingPolicy"),
+                             new_spec.get("schedulingPolicy"))
+    return causes + _unchanged("spec", old_spec, new_spec, _GROUP_IMMUTABLE[1:])
 
 
 def default_pod_group(obj: Obj) -> None:
