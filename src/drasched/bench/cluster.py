@@ -56,6 +56,8 @@ class ClusterResult:
     """How long the benchmark took to create the measured pods of a burst (None: a steady run): the API server and
     the scheduler share the machine, so a control plane that leaves the server more CPU lets
     the burst arrive faster, and its pods then wait longer in the queue (the latency column)."""
+    gc_cpu_seconds: float = 0.0
+    """The garbage collector's CPU over the same span (it runs beside either scheduler, counted apart)."""
 
     @property
     def writes_per_pod(self) -> float:
@@ -87,7 +89,8 @@ class ClusterResult:
                 f"{self.pct(self.latencies, .99):.2f} s"
                 + (f" (burst created in {self.created_seconds:.1f} s)" if self.created_seconds is not None else "")
                 + f"  cpu {self.cpu_seconds:.1f} s  rss {self.peak_rss_mib:.0f} MiB"
-                f"  server cpu {self.server_cpu_seconds:.1f} s  writes/pod {self.writes_per_pod:.2f}")
+                f"  server cpu {self.server_cpu_seconds:.1f} s  writes/pod {self.writes_per_pod:.2f}"
+                f"  gc cpu {self.gc_cpu_seconds:.1f} s")
 
 
 def _proc_stats(pid: int) -> tuple[float, float]:
@@ -205,12 +208,6 @@ def _start_scheduler(kind: str, kubeconfig: str, workdir: Path, profile: bool = 
             cmd = ["py-spy", "record", "--format", "raw", "--gil", "--threads", "--rate", "50",
                    "--output", str(workdir / "drasched.pyspy.txt"), "--", *cmd]
         return [subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)]
-    from drasched.testing.apiserver import KUBE_VERSION, REPO_ROOT, cache_dir
-
-    bin_dir = cache_dir() / f"kube-{KUBE_VERSION}" / "bin"
-    missing = [b for b in ("kube-scheduler", "kube-controller-manager") if not (bin_dir / b).exists()]
-    if missing:  # built once from the same Kubernetes version as the API server, then cached
-        subprocess.run([str(REPO_ROOT / "scripts" / "build-kube.sh"), *missing], check=True)
     cfg = workdir / "kube-scheduler.yaml"
     cfg.write_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -219,18 +216,38 @@ def _start_scheduler(kind: str, kubeconfig: str, workdir: Path, profile: bool = 
         "profiles:\n- schedulerName: default-scheduler\n"
     )
     scheduler = subprocess.Popen(
-        [str(bin_dir / "kube-scheduler"), f"--config={cfg}", f"--feature-gates={FEATURE_GATES}",
+        [str(_kube_binary("kube-scheduler")), f"--config={cfg}", f"--feature-gates={FEATURE_GATES}",
          "--secure-port=0"],
         stdout=log, stderr=subprocess.STDOUT)
-    # The garbage collector deletes the claims of deleted pods, as in any cluster: drasched's claim
-    # controller deletes them itself, so without it the peer's runs would leave that write out.
     kcm = subprocess.Popen(
-        [str(bin_dir / "kube-controller-manager"), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
-         "--controllers=resourceclaim-controller,garbage-collector-controller", f"--feature-gates={FEATURE_GATES}",
-         "--secure-port=0",
+        [str(_kube_binary("kube-controller-manager")), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
+         "--controllers=resourceclaim-controller", f"--feature-gates={FEATURE_GATES}", "--secure-port=0",
          "--kube-api-qps=5000", "--kube-api-burst=5000"],
         stdout=log, stderr=subprocess.STDOUT)
     return [scheduler, kcm]
+
+
+def _kube_binary(name: str) -> Path:
+    """An upstream binary built from the API server's Kubernetes version (built once, then cached)."""
+    from drasched.testing.apiserver import KUBE_VERSION, REPO_ROOT, cache_dir
+
+    binary = cache_dir() / f"kube-{KUBE_VERSION}" / "bin" / name
+    if not binary.exists():
+        subprocess.run([str(REPO_ROOT / "scripts" / "build-kube.sh"), name], check=True)
+    return binary
+
+
+def _start_garbage_collector(kubeconfig: str, workdir: Path) -> subprocess.Popen[bytes]:
+    """kube-controller-manager's garbage collector alone, beside either scheduler, as every cluster
+    runs it: it deletes the claims of deleted pods for upstream's claim controller (which leaves
+    them to it), and watches every kind in drasched's run as in the peer's. Its CPU is counted
+    apart from the scheduler's (:attr:`ClusterResult.gc_cpu_seconds`)."""
+    log = open(workdir / "garbage-collector.log", "wb")  # noqa: SIM115 - lives as long as the process
+    return subprocess.Popen(
+        [str(_kube_binary("kube-controller-manager")), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
+         "--controllers=garbage-collector-controller", f"--feature-gates={FEATURE_GATES}", "--secure-port=0",
+         "--kube-api-qps=5000", "--kube-api-burst=5000"],
+        stdout=log, stderr=subprocess.STDOUT)
 
 
 def _for_scheduler(pods: list[Obj], kind: str) -> list[Obj]:
@@ -363,6 +380,7 @@ def run_cluster(workload: Workload, scheduler: str, timeout: float = 600.0,
             workdir.mkdir(parents=True, exist_ok=True)
         store = cluster.store()
         setup_cluster(store, workload)
+        collector = _start_garbage_collector(cluster.kubeconfig_path, workdir)
         procs = _start_scheduler(scheduler, cluster.kubeconfig_path, workdir, profile)
         watcher = _BindWatcher(store)
         watcher.start()
@@ -373,6 +391,7 @@ def run_cluster(workload: Workload, scheduler: str, timeout: float = 600.0,
             _wait_events_written(store)
             measured = _for_scheduler(workload.measured_pods, scheduler)
             sched_cpu0 = sum(_proc_stats(p.pid)[0] for p in procs)
+            gc_cpu0 = _proc_stats(collector.pid)[0]
             server_cpu0 = sum(_proc_stats(pid)[0] for pid in cluster.pids())
             requests0 = api_request_counts(store)
             started = time.monotonic()
@@ -404,12 +423,12 @@ def run_cluster(workload: Workload, scheduler: str, timeout: float = 600.0,
             requests = _diff_counts(api_request_counts(store), requests0)
             return ClusterResult(workload.name, scheduler, total, len(bound), seconds,
                                  per_second, latencies, cpu - sched_cpu0, rss, server_cpu, requests,
-                                 created_seconds)
+                                 created_seconds, _proc_stats(collector.pid)[0] - gc_cpu0)
         finally:
             watcher.stop.set()
-            for p in procs:
+            for p in (*procs, collector):
                 p.send_signal(signal.SIGINT)  # py-spy writes its samples on SIGINT, not on SIGTERM
-            for p in procs:
+            for p in (*procs, collector):
                 try:
                     p.wait(20)
                 except subprocess.TimeoutExpired:
