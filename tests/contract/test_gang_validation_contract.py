@@ -15,9 +15,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import time
-import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ from drasched.cli import main
 from drasched.store.base import ClusterStore, Obj
 from drasched.store.memory import MemoryStore
 from drasched.testing.apiserver import LocalCluster, ensure_namespace
+from tests.contract.test_validation_contract import Rule, at, causes, unique
 
 GANG = {"gang": {"minCount": 2}}
 
@@ -48,36 +47,12 @@ def pod_group(ns: str, name: str) -> Obj:
                      "schedulingPolicy": copy.deepcopy(GANG)}}
 
 
-def at(path: str, value: Any) -> Callable[[Obj], None]:
-    """Set the dotted ``path`` (list indexes as numbers) to ``value``."""
-    keys: list[str | int] = [int(k) if k.isdigit() else k for k in path.split(".")]
-
-    def mutate(obj: Obj) -> None:
-        cur: Any = obj
-        for k in keys[:-1]:
-            cur = cur[k]
-        cur[keys[-1]] = copy.deepcopy(value)
-
-    return mutate
-
-
 def templates(*items: Obj) -> Callable[[Obj], None]:
     return at("spec.podGroupTemplates", list(items))
 
 
 def template(name: str, **fields: Any) -> Obj:
     return {"name": name, "schedulingPolicy": copy.deepcopy(GANG), **fields}
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One refusal: ``base`` made invalid by ``mutate``; the API server names ``field``."""
-
-    id: str
-    base: Callable[[str, str], Obj]
-    mutate: Callable[[Obj], None]
-    field: str
-    fragment: str
 
 
 LABEL = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'"
@@ -178,14 +153,6 @@ ACCEPTED = [
          at("spec.resourceClaims", [{"name": f"c{i}", "resourceClaimTemplateName": "t"} for i in range(4)]), "", ""),
 ]
 """What the API server accepts: drasched must accept it too."""
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def causes(err: ApiError) -> list[tuple[str, str]]:
-    return [(c.field, c.message) for c in err.causes]
 
 
 def refusal(store: ClusterStore, obj: Obj) -> ApiError:
