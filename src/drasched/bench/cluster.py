@@ -381,7 +381,11 @@ def run_cluster(workload: Workload, scheduler: str, timeout: float = 600.0,
         store = cluster.store()
         setup_cluster(store, workload)
         collector = _start_garbage_collector(cluster.kubeconfig_path, workdir)
-        procs = _start_scheduler(scheduler, cluster.kubeconfig_path, workdir, profile)
+        try:
+            procs = _start_scheduler(scheduler, cluster.kubeconfig_path, workdir, profile)
+        except BaseException:
+            collector.kill()
+            raise
         watcher = _BindWatcher(store)
         watcher.start()
         try:

@@ -237,7 +237,7 @@ def _policy_update(path: str, old: Any, new: Any) -> list[Cause]:
     old = old if isinstance(old, dict) else {}
     new = new if isinstance(new, dict) else {}
     causes: list[Cause] = []
-    if _set(old.get("basic")) != _set(new.get("basic")) or old.get("basic") != new.get("basic"):
+    if old.get("basic") != new.get("basic"):
         causes.append(_immutable(f"{path}.basic"))
     if _set(old.get("gang")) and not _set(new.get("gang")):
         causes.append(bad(f"{path}.gang", None, "field cannot be cleared once set"))
