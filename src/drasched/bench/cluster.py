@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from drasched.api import kinds
 from drasched.api.errors import AlreadyExists, Gone
@@ -219,12 +219,7 @@ def _start_scheduler(kind: str, kubeconfig: str, workdir: Path, profile: bool = 
         [str(_kube_binary("kube-scheduler")), f"--config={cfg}", f"--feature-gates={FEATURE_GATES}",
          "--secure-port=0"],
         stdout=log, stderr=subprocess.STDOUT)
-    kcm = subprocess.Popen(
-        [str(_kube_binary("kube-controller-manager")), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
-         "--controllers=resourceclaim-controller", f"--feature-gates={FEATURE_GATES}", "--secure-port=0",
-         "--kube-api-qps=5000", "--kube-api-burst=5000"],
-        stdout=log, stderr=subprocess.STDOUT)
-    return [scheduler, kcm]
+    return [scheduler, _controller_manager(kubeconfig, "resourceclaim-controller", log)]
 
 
 def _kube_binary(name: str) -> Path:
@@ -243,9 +238,14 @@ def _start_garbage_collector(kubeconfig: str, workdir: Path) -> subprocess.Popen
     them to it), and watches every kind in drasched's run as in the peer's. Its CPU is counted
     apart from the scheduler's (:attr:`ClusterResult.gc_cpu_seconds`)."""
     log = open(workdir / "garbage-collector.log", "wb")  # noqa: SIM115 - lives as long as the process
+    return _controller_manager(kubeconfig, "garbage-collector-controller", log)
+
+
+def _controller_manager(kubeconfig: str, controller: str, log: IO[bytes]) -> subprocess.Popen[bytes]:
+    """kube-controller-manager running ``controller`` alone, unthrottled, without leader election."""
     return subprocess.Popen(
         [str(_kube_binary("kube-controller-manager")), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
-         "--controllers=garbage-collector-controller", f"--feature-gates={FEATURE_GATES}", "--secure-port=0",
+         f"--controllers={controller}", f"--feature-gates={FEATURE_GATES}", "--secure-port=0",
          "--kube-api-qps=5000", "--kube-api-burst=5000"],
         stdout=log, stderr=subprocess.STDOUT)
 

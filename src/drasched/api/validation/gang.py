@@ -83,13 +83,20 @@ def _policy_json(policy: Any) -> Any:
     return _ordered(policy, ("basic", "gang")) if isinstance(policy, dict) else policy
 
 
+def _claims_json(claims: Any) -> Any:
+    return [_claim_json(c) if isinstance(c, dict) else c for c in as_list(claims)]
+
+
+def _disruption_json(mode: Any) -> Any:
+    return _ordered(mode, ("single", "all")) if isinstance(mode, dict) else mode
+
+
 def _template_json(template: Obj) -> Obj:
-    claims: Callable[[Any], Any] = lambda v: [_claim_json(c) if isinstance(c, dict) else c for c in v]  # noqa: E731
     return _ordered(template, ("name", "schedulingPolicy", "schedulingConstraints", "resourceClaims",
                                "disruptionMode", "priorityClassName", "priority"),
                     always=("schedulingConstraints",),
-                    nested={"schedulingPolicy": _policy_json, "resourceClaims": claims,
-                            "disruptionMode": lambda v: _ordered(v, ("single", "all")) if isinstance(v, dict) else v})
+                    nested={"schedulingPolicy": _policy_json, "resourceClaims": _claims_json,
+                            "disruptionMode": _disruption_json})
 
 
 def _list_of_named(path: str, items: Any, limit: int, as_json: Callable[[Obj], Obj],
