@@ -324,6 +324,22 @@ def plan_release(claim: Obj, reasons: list[str | None]) -> ReleasePlan:
     return ReleasePlan(keep, released, deallocate, status)
 
 
+def goes_without_release(claim: Obj, plan: ReleasePlan) -> bool:
+    """Whether the claim can simply go, with no release or deallocation written first.
+
+    True when no consumer it holds is left (``plan.keep`` empty) and nothing but the
+    delete-protection finalizer can keep the object once deleted. Then, if it is being
+    deleted (or is a generated claim whose owner is done or gone, deleted first), dropping
+    that finalizer removes it, allocation and reservations with it: the scheduler frees its
+    devices on the delete event as it would on the deallocation, and a status write that
+    the deletion makes moot costs the API server a write and a watch event for every
+    watcher. Upstream's controller writes the release and the deallocation first; the end
+    state, no claim, is the same. A claim with a finalizer of someone else's is released as
+    before, since it may outlive our finalizer.
+    """
+    return not plan.keep and all(f == DELETE_PROTECTION_FINALIZER for f in _md(claim).get("finalizers") or [])
+
+
 def drops_finalizer(claim: Obj, *, just_released: bool) -> bool:
     """Whether the delete-protection finalizer goes: it guards an allocation only.
 

@@ -17,7 +17,9 @@ this module reads the caches, calls them, and writes.
 * **Release** (``claim:``). A consumer in ``status.reservedFor`` that is gone, replaced,
   done, or (for a PodGroup) being deleted with no live pod left is removed; when nothing
   is left the allocation is cleared and the delete-protection finalizer removed. Claims
-  generated for a pod are deleted once that pod is done or gone.
+  generated for a pod are deleted once that pod is done or gone: such a claim, or one being
+  deleted, with no consumer left, is deleted and loses the finalizer with no release or
+  deallocation write first (the deletion makes them moot).
 * **Group claims** (``group:``). A PodGroup's ``spec.resourceClaims`` (at most 4) get one
   claim per template, owned by the group; a pod entry that is its group's claim uses that
   claim, reserved for the group as ONE consumer. A finalizer keeps the group while it
@@ -60,6 +62,7 @@ from drasched.controllers.claimdecisions import (
     controller_owner,
     delete_reason,
     drops_finalizer,
+    goes_without_release,
     group_finalizer_change,
     plan_owner_claims,
     plan_pod,
@@ -210,9 +213,14 @@ class ResourceClaimController:
 
     def __init__(self, *, workers: int = 1, batch: int = 0,
                  keys: Iterable[str] = (POD, GROUP, UPSTREAM_GROUP, CLAIM), name: str | None = None,
-                 upstream_groups: kinds.ResourceType | tuple[kinds.ResourceType, ...] | None = None) -> None:
+                 upstream_groups: kinds.ResourceType | tuple[kinds.ResourceType, ...] | None = None,
+                 protect_on_create: bool = False) -> None:
         self.workers = workers
         self.batch = batch
+        self.protect_on_create = protect_on_create
+        """Create claims from templates with the delete-protection finalizer already on (serve):
+        the binder then has no finalizer write to make before the allocation, one write a claim
+        fewer. Embedded keeps upstream's shape, a claim without it until it is allocated."""
         self.upstream_rts: tuple[kinds.ResourceType, ...] = (
             () if upstream_groups is None else (upstream_groups,) if isinstance(upstream_groups, kinds.ResourceType)
             else tuple(upstream_groups))
@@ -776,8 +784,11 @@ class ResourceClaimController:
                             f"{what} {entry['name']}: resource claim template {template_name!r}: "
                             f'{kinds.RESOURCE_CLAIM_TEMPLATE.group_resource} "{template_name}" not found')
             return None
+        body = claim_from_template(owner, entry, template)
+        if self.protect_on_create:
+            body["metadata"]["finalizers"] = [DELETE_PROTECTION_FINALIZER]
         try:
-            created = self.store.create(claim_from_template(owner, entry, template))
+            created = self.store.create(body)
         except ApiError as exc:
             self._warn_once(owner, okey, "FailedResourceClaimCreation",
                             f"{what} {entry['name']}: create ResourceClaim from template "
@@ -812,11 +823,27 @@ class ResourceClaimController:
 
     # ---- claims ------------------------------------------------------------------------------
     def _sync_claim(self, key: Key) -> bool:
-        """Upstream ``syncClaim``: release, deallocate, drop the finalizer, delete if unneeded."""
+        """Upstream ``syncClaim``: release, deallocate, drop the finalizer, delete if unneeded.
+
+        A claim that goes anyway (being deleted, or generated for an owner that is done or
+        gone, with no consumer left: :func:`goes_without_release`) is deleted and loses its
+        finalizer without the release and deallocation writes first.
+        """
         claim = self.claims.get(key[1], key[0])
         if claim is None or self._deleted.get(key) == _uid(claim):
             return False
         plan = plan_release(claim, [self._why_release(claim, ref) for ref in reserved_for(claim)])
+        tried_delete = False
+        if goes_without_release(claim, plan):
+            if _md(claim).get("deletionTimestamp"):
+                return self._drop_finalizer(claim, key, "the claim is being deleted and no consumer is left")
+            tried_delete = True
+            released = claim if plan.status is None else {**claim, "status": plan.status}
+            if self._delete_if_owner_done(released):
+                current = self.claims.get(key[1], key[0])
+                if current is not None:
+                    self._drop_finalizer(current, key, "the claim is being deleted and no consumer is left")
+                return True
         progress = False
         if plan.status is not None:
             new = copy.deepcopy(claim)
@@ -837,21 +864,28 @@ class ResourceClaimController:
                                                    else "the claim is being deleted and no consumer is left"))
             progress = True
         if drops_finalizer(claim, just_released=plan.status is not None):
-            new = without_finalizer(claim, DELETE_PROTECTION_FINALIZER)
-            try:
-                updated = self.store.update(new)
-            except Conflict as exc:
-                raise self._conflict(claim, exc) from exc
-            except NotFound:
-                self.claims.forget(*reversed(key))
+            if not self._drop_finalizer(claim, key, "not allocated"):
                 return False
-            self._put_claim(updated, *reversed(key))
-            self.ctx.decide(self.name, "remove-finalizer", claim, f"{DELETE_PROTECTION_FINALIZER}: not allocated")
             progress = True
         current = self.claims.get(key[1], key[0])
-        if current is not None and not plan.keep:
+        if current is not None and not plan.keep and not tried_delete:
             progress |= self._delete_if_owner_done(current)
         return progress
+
+    def _drop_finalizer(self, claim: Obj, key: Key, why: str) -> bool:
+        """Remove the delete-protection finalizer; False if the claim is gone meanwhile."""
+        if DELETE_PROTECTION_FINALIZER not in (_md(claim).get("finalizers") or []):
+            return False
+        try:
+            updated = self.store.update(without_finalizer(claim, DELETE_PROTECTION_FINALIZER))
+        except Conflict as exc:
+            raise self._conflict(claim, exc) from exc
+        except NotFound:
+            self.claims.forget(*reversed(key))
+            return False
+        self._put_claim(updated, *reversed(key))
+        self.ctx.decide(self.name, "remove-finalizer", claim, f"{DELETE_PROTECTION_FINALIZER}: {why}")
+        return True
 
     def _why_release(self, claim: Obj, ref: Obj) -> str | None:
         ns = _ns(claim)
@@ -916,10 +950,11 @@ def split_claim_controller(*, workers: int, batch: int,
     wait for the cleanup of the claims of pods that just went away: a chain of round trips per
     claim.
     Each instance keeps its own index from the same events, so neither reads the other's state.
+    Claims are created with the delete-protection finalizer on (``protect_on_create``).
     ``upstream_groups``: the upstream PodGroup kind the server serves, if any (both read it).
     """
     pods = ResourceClaimController(workers=workers, batch=batch, keys=(POD, GROUP, UPSTREAM_GROUP),
-                                   upstream_groups=upstream_groups)
+                                   upstream_groups=upstream_groups, protect_on_create=True)
     claims = ResourceClaimController(workers=workers, keys=(CLAIM,), name="resourceclaim-cleanup",
                                      upstream_groups=upstream_groups)
     return pods, claims

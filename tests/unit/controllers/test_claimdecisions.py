@@ -18,6 +18,7 @@ from drasched.controllers.claimdecisions import (
     delete_reason,
     drops_finalizer,
     find_adoptable,
+    goes_without_release,
     group_finalizer_change,
     plan_owner_claims,
     plan_pod,
@@ -209,6 +210,24 @@ def test_a_deleted_unused_claim_is_deallocated_and_unblocked() -> None:
     assert plan.deallocate and plan.status == {}
     c["status"] = plan.status
     assert drops_finalizer(c, just_released=False)
+
+
+def test_a_claim_no_live_consumer_holds_goes_without_a_release_write() -> None:
+    """Deleting it and dropping our finalizer removes it, reservations and allocation with it."""
+    a, b = {"resource": "pods", "name": "a", "uid": "a"}, {"resource": "pods", "name": "b", "uid": "b"}
+    c = claim("c", reserved=[a, b])
+    assert goes_without_release(c, plan_release(c, ["pod is gone", "pod Succeeded"]))
+    assert not goes_without_release(c, plan_release(c, ["pod is gone", None])), "b still holds it"
+    unreserved = claim("c")
+    assert goes_without_release(unreserved, plan_release(unreserved, []))
+    assert goes_without_release(claim("c", finalizer=False), plan_release(claim("c", finalizer=False), []))
+
+
+def test_a_claim_with_someone_elses_finalizer_is_released_as_before() -> None:
+    """Another finalizer may keep the object after ours goes: its status must say it is free."""
+    c = claim("c", reserved=[{"resource": "pods", "name": "a", "uid": "a"}])
+    c["metadata"]["finalizers"].append("example.com/keep")
+    assert not goes_without_release(c, plan_release(c, ["pod is gone"]))
 
 
 def test_the_finalizer_stays_on_an_unreserved_claim_not_being_deleted() -> None:

@@ -37,8 +37,8 @@ def _set_phase(ctx: SimContext, name: str, phase: str) -> None:
 
 def test_pod_completion_releases_deallocates_and_deletes_its_generated_claim() -> None:
     """Through the kubelet: Running once reserved, Succeeded after sim-duration, then the
-    claim is released, deallocated, unprotected and deleted (upstream: generated claims of a
-    done pod are deleted)."""
+    claim is deleted (upstream: generated claims of a done pod are deleted) and its finalizer
+    dropped: no release or deallocation write first, the claim goes with them."""
     ctx = new_ctx()
     p = ctx.store.restore(pod("job", [from_template("gpu", "gpu")], node="node-a",
                              annotations={"drasched.io/sim-duration": "1m30s"}))
@@ -54,8 +54,9 @@ def test_pod_completion_releases_deallocates_and_deletes_its_generated_claim() -
     assert done["status"]["startTime"] == "2026-01-01T00:00:00Z"
     assert get_claim(ctx, "job-gpu-abcde") is None
     assert [d.action for d in ctx.decisions if d.object.endswith("/job-gpu-abcde")] == [
-        "release", "deallocate", "remove-finalizer", "delete"]
-    assert decisions(ctx, "release")[0].message == "released for pod job: pod Succeeded"
+        "delete", "remove-finalizer"]
+    assert decisions(ctx, "delete")[0].message == (
+        "deleted ResourceClaim job-gpu-abcde: its pod default/job is done (pod Succeeded)")
     # Upstream's resourceclaim controller records no Normal Event for any of these.
     assert not normal_events(ctx)
 
@@ -125,7 +126,10 @@ def test_claim_deleted_while_allocated_but_unused_is_unblocked() -> None:
     assert get_claim(ctx, "c") is not None  # held by the delete-protection finalizer
     settle(ctx, [ResourceClaimController()])
     assert get_claim(ctx, "c") is None
-    assert len(decisions(ctx, "deallocate", "c")) == 1
+    # dropping the finalizer removes it, allocation and all: no deallocation write first
+    assert not decisions(ctx, "deallocate", "c")
+    assert [d.message for d in decisions(ctx, "remove-finalizer", "c")] == [
+        "resource.kubernetes.io/delete-protection: the claim is being deleted and no consumer is left"]
 
 
 def test_finalizer_of_an_unreserved_claim_is_left_alone() -> None:
@@ -212,6 +216,8 @@ def test_serves_two_claim_controllers_split_the_work_between_them() -> None:
     assert claims_in(ctx) == [], "the claims' half created a pod's claim"
     settle(ctx, [pods_half])
     [c] = claims_in(ctx)
+    # serve creates it protected already: the binder has no finalizer write before the allocation
+    assert c["metadata"]["finalizers"] == [DELETE_PROTECTION_FINALIZER]
     name = c["metadata"]["name"]
     _allocate_and_reserve(ctx, name, get_pod(ctx, "job"))
     _set_phase(ctx, "job", "Succeeded")
@@ -220,7 +226,7 @@ def test_serves_two_claim_controllers_split_the_work_between_them() -> None:
     settle(ctx, [claims_half])
     assert get_claim(ctx, name) is None
     assert [d.action for d in ctx.decisions if d.object.endswith("/" + name)] == [
-        "create", "release", "deallocate", "remove-finalizer", "delete"]
+        "create", "delete", "remove-finalizer"]
     assert {d.controller for d in ctx.decisions if d.action == "delete"} == {"resourceclaim-cleanup"}
 
 
@@ -228,3 +234,19 @@ def _allocate_and_reserve(ctx: SimContext, name: str, p: dict) -> None:
     ctx.store.patch(kinds.RESOURCE_CLAIM, name, NS, {"metadata": {"finalizers": [DELETE_PROTECTION_FINALIZER]}})
     ctx.store.patch(kinds.RESOURCE_CLAIM, name, NS, {"status": {"allocation": allocation(), "reservedFor": [
         pod_ref(p)]}}, subresource="status")
+
+
+def test_a_claim_another_finalizer_keeps_is_released_and_deallocated_before_it_is_deleted() -> None:
+    """Our finalizer's removal would not remove it: its status must show the devices free."""
+    ctx = new_ctx()
+    p = ctx.store.restore(pod("job", [from_template("gpu", "gpu")], node="node-a"))
+    c = claim("job-gpu-abcde", owner=p, annotations={POD_CLAIM_ANNOTATION: "gpu"}, reserved=[pod_ref(p)])
+    c["metadata"]["finalizers"].append("example.com/keep")
+    ctx.store.restore(c)
+    _set_phase(ctx, "job", "Succeeded")
+    settle(ctx, [ResourceClaimController()])
+    left = must_claim(ctx, "job-gpu-abcde")
+    assert left["metadata"]["deletionTimestamp"] and left["metadata"]["finalizers"] == ["example.com/keep"]
+    assert "allocation" not in left["status"] and "reservedFor" not in left["status"]
+    assert [d.action for d in ctx.decisions if d.object.endswith("/job-gpu-abcde")] == [
+        "release", "deallocate", "remove-finalizer", "delete"]

@@ -157,7 +157,7 @@ def test_a_claim_reserved_for_an_upstream_group_is_kept_while_a_member_may_run()
     assert events(ctx, "UnknownConsumer") == [], "an upstream PodGroup is a consumer drasched knows"
 
 
-def test_deleting_the_groups_pods_and_the_group_releases_deallocates_and_deletes_its_claim() -> None:
+def test_deleting_the_groups_pods_and_the_group_deletes_its_claim() -> None:
     """A Terminating upstream group none of whose pods runs: its podgroup-protection finalizer
     is kube-controller-manager's to remove then, and the group is gone; the claim goes now."""
     ctx = new_ctx()
@@ -173,15 +173,16 @@ def test_deleting_the_groups_pods_and_the_group_releases_deallocates_and_deletes
     ctx.store.delete(UPSTREAM, "trainers", NS)
     settle(ctx, [ctrl])
     assert get_claim(ctx, name) is None
-    assert [d.action for d in decisions(ctx, "release", name) + decisions(ctx, "deallocate", name)
-            + decisions(ctx, "delete", name)] == ["release", "deallocate", "delete"]
-    (release,) = decisions(ctx, "release", name)
-    assert release.message == ("released for podgroups.scheduling.k8s.io trainers: PodGroup is being deleted "
-                               "and none of its pods runs any more")
+    # deleted as it is, reservation and allocation with it: no release write first
+    assert [d.action for d in ctx.decisions if d.object.endswith("/" + name) and d.action != "create"] == [
+        "delete", "remove-finalizer"]
+    (delete,) = decisions(ctx, "delete", name)
+    assert delete.message == (f"deleted ResourceClaim {name}: its PodGroup default/trainers is being deleted "
+                              "and none of its pods runs any more")
     assert _upstream(ctx) is not None, "the group itself waits for its protection finalizer"
 
 
-def test_a_gone_upstream_group_releases_its_claim_and_the_claim_is_deleted() -> None:
+def test_a_gone_upstream_groups_claim_is_deleted() -> None:
     ctx = new_ctx()
     group, name = _made_group_claim(ctx, pods=1)
     _allocate_for(ctx, name, [_group_ref(group)])
@@ -189,8 +190,9 @@ def test_a_gone_upstream_group_releases_its_claim_and_the_claim_is_deleted() -> 
     ctx.store.delete(UPSTREAM, "trainers", NS)
     settle(ctx, [_controller()])
     assert get_claim(ctx, name) is None
-    (release,) = decisions(ctx, "release", name)
-    assert release.message.endswith("PodGroup is gone (orphaned reservation)")
+    # the garbage collector deleted it (its owner is gone); its finalizer goes with no release write
+    assert [d.action for d in ctx.decisions if d.object.endswith("/" + name) and d.action != "create"] == [
+        "remove-finalizer"]
 
 
 def test_a_member_bound_without_the_scheduler_gets_the_group_claim_reserved_for_the_upstream_group() -> None:

@@ -145,19 +145,23 @@ def test_no_device_was_allocated_to_two_claims_at_once(run: SimResult) -> None:
     assert allocations == PODS
 
 
-def test_each_claim_is_unprepared_before_it_is_deallocated(run: SimResult) -> None:
+def test_each_claim_is_unprepared_before_its_devices_are_freed(run: SimResult) -> None:
+    """The driver unprepares a claim before the claim controller frees its devices: here by
+    deleting the generated claim of the done pod (the devices go with it)."""
     holds, _ = replay_prepares(run.context.decisions)
     order = [(d.controller, d.action, d.object, d.message) for d in run.context.decisions]
+    freeing = ("release", "deallocate", "delete", "remove-finalizer")
     for h in holds:
         claim_ref = f"ResourceClaim/{h.claim}"
         unprepared = next(i for i, (c, a, o, m) in enumerate(order)
                           if c == "sim-kubelet" and a == "unprepare" and o == h.pod)
-        deallocated = next(i for i, (c, a, o, _) in enumerate(order)
-                           if c == "resourceclaim-controller" and a == "deallocate" and o == claim_ref)
-        assert unprepared < deallocated, h
-    deallocated = sorted(d.object for d in run.context.decisions
-                         if d.controller == "resourceclaim-controller" and d.action == "deallocate")
-    assert deallocated == sorted(f"ResourceClaim/{h.claim}" for h in holds)
+        freed = next(i for i, (c, a, o, _) in enumerate(order)
+                     if c.startswith("resourceclaim-") and a in freeing and o == claim_ref)
+        assert unprepared < freed, h
+    deleted = sorted(d.object for d in run.context.decisions
+                     if d.controller.startswith("resourceclaim-") and d.action == "delete")
+    assert deleted == sorted(f"ResourceClaim/{h.claim}" for h in holds)
+    assert run.store.list(kinds.RESOURCE_CLAIM).items == []
     pods = run.store.list(kinds.POD).items
     assert [p["status"]["phase"] for p in pods] == ["Succeeded"] * PODS
 
