@@ -884,6 +884,11 @@ class ResourceClaimController:
             self.claims.forget(*reversed(key))
             return False
         self._put_claim(updated, *reversed(key))
+        md = _md(updated)
+        if md.get("deletionTimestamp") and not md.get("finalizers"):
+            # gone with it: a late watch event of an older copy (our delete's, the collector's)
+            # must not send the removal again (a 404 write)
+            self._deleted[key] = _uid(claim)
         self.ctx.decide(self.name, "remove-finalizer", claim, f"{DELETE_PROTECTION_FINALIZER}: {why}")
         return True
 

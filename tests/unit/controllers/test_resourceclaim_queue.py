@@ -27,15 +27,20 @@ from tests.unit.controllers.helpers import (
 
 
 class CountingStore:
-    """The memory store, counting reads of single objects (API round trips in serve)."""
+    """The memory store, counting reads of single objects and updates (API round trips in serve)."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.gets: list[tuple[str, str]] = []
+        self.updates: list[str] = []
 
     def get(self, rt: kinds.ResourceType, name: str, namespace: str | None = None) -> Any:
         self.gets.append((rt.kind, name))
         return self.inner.get(rt, name, namespace)
+
+    def update(self, obj: Any) -> Any:
+        self.updates.append(obj["metadata"]["name"])
+        return self.inner.update(obj)
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.inner, attr)
@@ -144,3 +149,21 @@ def test_a_claim_of_a_running_pod_is_not_queued_for_each_change_and_goes_when_th
     ctx.store.update_status(done)
     settle(ctx, [ctrl])
     assert synced and claims_in(ctx) == []  # released and deleted: the pod's event queued it
+
+
+def test_a_late_event_of_a_claim_gone_with_its_finalizer_sends_no_second_removal() -> None:
+    """In serve the watch may bring an older copy (our delete's event) after the finalizer's
+    removal took the claim away: syncing it again would be a write the server answers 404."""
+    ctx = new_ctx()
+    ctx.store.restore(claim("c"))
+    ctx.store.delete(kinds.RESOURCE_CLAIM, "c", NS)
+    stale = ctx.store.get(kinds.RESOURCE_CLAIM, "c", NS)  # being deleted, finalizer on
+    counting = new_ctx()
+    counting.store, counting.clock = CountingStore(ctx.store), ctx.clock  # type: ignore[assignment]
+    ctrl = ResourceClaimController()
+    ctrl.reconcile(counting)  # drops the finalizer; the watch's DELETED event is not read yet
+    assert get_claim(ctx, "c") is None
+    assert counting.store.updates == ["c"]  # type: ignore[attr-defined]
+    ctrl.claims.put(stale)  # our delete's event, read after the removal's answer
+    ctrl._sync_claim((NS, "c"))
+    assert counting.store.updates == ["c"]  # type: ignore[attr-defined]
