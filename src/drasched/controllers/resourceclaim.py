@@ -19,7 +19,8 @@ this module reads the caches, calls them, and writes.
   is left the allocation is cleared and the delete-protection finalizer removed. Claims
   generated for a pod are deleted once that pod is done or gone: such a claim, or one being
   deleted, with no consumer left, is deleted and loses the finalizer with no release or
-  deallocation write first (the deletion makes them moot).
+  deallocation write first (the deletion makes them moot). One whose owner is gone is left
+  to the garbage collector for ``collector_grace`` seconds (serve), then deleted anyway.
 * **Group claims** (``group:``). A PodGroup's ``spec.resourceClaims`` (at most 4) get one
   claim per template, owned by the group; a pod entry that is its group's claim uses that
   claim, reserved for the group as ONE consumer. A finalizer keeps the group while it
@@ -41,6 +42,7 @@ to the decision record.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -143,6 +145,10 @@ class _Retry(Exception):
     """A sync that must be tried again later (its key goes back with backoff)."""
 
 
+class _LeftToCollector(Exception):
+    """A claim whose owner is gone waits for the garbage collector (``collector_grace``)."""
+
+
 class _UpstreamGroups:
     """The upstream PodGroups of every version read, as one informer.
 
@@ -214,13 +220,22 @@ class ResourceClaimController:
     def __init__(self, *, workers: int = 1, batch: int = 0,
                  keys: Iterable[str] = (POD, GROUP, UPSTREAM_GROUP, CLAIM), name: str | None = None,
                  upstream_groups: kinds.ResourceType | tuple[kinds.ResourceType, ...] | None = None,
-                 protect_on_create: bool = False) -> None:
+                 protect_on_create: bool = False, collector_grace: float = 0.0) -> None:
         self.workers = workers
         self.batch = batch
         self.protect_on_create = protect_on_create
         """Create claims from templates with the delete-protection finalizer already on (serve):
         the binder then has no finalizer write to make before the allocation, one write a claim
         fewer. Embedded keeps upstream's shape, a claim without it until it is allocated."""
+        self.collector_grace = collector_grace
+        """Seconds a generated claim whose owner is gone is left to the garbage collector
+        before this controller deletes it itself (serve). Upstream's controller leaves such a
+        claim to the collector for good; a cluster without kube-controller-manager has none,
+        so after the grace it goes anyway. Meanwhile it is not released either: the
+        collector's deletion, then the finalizer's removal, end it in two writes, where
+        deleting it at once raced the collector (both deleted, and the losing write failed)."""
+        self._orphaned_since: dict[Key, float] = {}
+        """Claim -> when its owner was first found gone (see ``collector_grace``)."""
         self.upstream_rts: tuple[kinds.ResourceType, ...] = (
             () if upstream_groups is None else (upstream_groups,) if isinstance(upstream_groups, kinds.ResourceType)
             else tuple(upstream_groups))
@@ -401,6 +416,7 @@ class ResourceClaimController:
         idx = self.index
         if claim is None:
             self._deleted.pop(key, None)
+            self._orphaned_since.pop(key, None)
         elif CLAIM in self.keys and not claim_sync_idle(claim, lambda name: self.pods.get(name, key[0])):
             # upstream checks every added or updated claim; one whose sync would find nothing
             # to do waits for its pods' events instead (claim_sync_idle)
@@ -839,7 +855,11 @@ class ResourceClaimController:
                 return self._drop_finalizer(claim, key, "the claim is being deleted and no consumer is left")
             tried_delete = True
             released = claim if plan.status is None else {**claim, "status": plan.status}
-            if self._delete_if_owner_done(released):
+            try:
+                deleted = self._delete_if_owner_done(released)
+            except _LeftToCollector:
+                return False  # neither released nor deleted yet: the collector's deletion ends it
+            if deleted:
                 current = self.claims.get(key[1], key[0])
                 if current is not None:
                     self._drop_finalizer(current, key, "the claim is being deleted and no consumer is left")
@@ -869,8 +889,21 @@ class ResourceClaimController:
             progress = True
         current = self.claims.get(key[1], key[0])
         if current is not None and not plan.keep and not tried_delete:
-            progress |= self._delete_if_owner_done(current)
+            with contextlib.suppress(_LeftToCollector):
+                progress |= self._delete_if_owner_done(current)
         return progress
+
+    def _left_to_collector(self, key: Key) -> bool:
+        """Whether a claim whose owner is gone still waits for the garbage collector; if so,
+        it is looked at again when the grace ends."""
+        if self.collector_grace <= 0:
+            return False
+        now = self.ctx.now().timestamp()
+        since = self._orphaned_since.setdefault(key, now)
+        if now - since >= self.collector_grace:
+            return False
+        self.queue.add_after(_key(CLAIM, key), since + self.collector_grace)
+        return True
 
     def _drop_finalizer(self, claim: Obj, key: Key, why: str) -> bool:
         """Remove the delete-protection finalizer; False if the claim is gone meanwhile."""
@@ -931,6 +964,8 @@ class ResourceClaimController:
         reason = delete_reason(claim, owner, group_has_live_pods=live)
         if reason is None:
             return False
+        if owner is None and self._left_to_collector((ns, _name(claim))):
+            raise _LeftToCollector()
         try:
             left = self.store.delete(kinds.RESOURCE_CLAIM, _name(claim), ns, uid=_uid(claim))
         except Conflict as exc:
@@ -946,6 +981,12 @@ class ResourceClaimController:
 
 
 
+COLLECTOR_GRACE = 5.0
+"""Serve: seconds a claim whose owner is gone waits for kube-controller-manager's garbage
+collector (which deletes it within moments where it runs) before the claim controller
+deletes it itself."""
+
+
 def split_claim_controller(*, workers: int, batch: int,
                            upstream_groups: kinds.ResourceType | tuple[kinds.ResourceType, ...] | None = None,
                            ) -> tuple[ResourceClaimController, ResourceClaimController]:
@@ -955,11 +996,12 @@ def split_claim_controller(*, workers: int, batch: int,
     wait for the cleanup of the claims of pods that just went away: a chain of round trips per
     claim.
     Each instance keeps its own index from the same events, so neither reads the other's state.
-    Claims are created with the delete-protection finalizer on (``protect_on_create``).
+    Claims are created with the delete-protection finalizer on (``protect_on_create``), and one
+    whose owner is gone is left to the garbage collector for ``COLLECTOR_GRACE`` seconds.
     ``upstream_groups``: the upstream PodGroup kind the server serves, if any (both read it).
     """
     pods = ResourceClaimController(workers=workers, batch=batch, keys=(POD, GROUP, UPSTREAM_GROUP),
                                    upstream_groups=upstream_groups, protect_on_create=True)
     claims = ResourceClaimController(workers=workers, keys=(CLAIM,), name="resourceclaim-cleanup",
-                                     upstream_groups=upstream_groups)
+                                     upstream_groups=upstream_groups, collector_grace=COLLECTOR_GRACE)
     return pods, claims

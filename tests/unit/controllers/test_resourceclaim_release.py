@@ -250,3 +250,41 @@ def test_a_claim_another_finalizer_keeps_is_released_and_deallocated_before_it_i
     assert "allocation" not in left["status"] and "reservedFor" not in left["status"]
     assert [d.action for d in ctx.decisions if d.object.endswith("/job-gpu-abcde")] == [
         "release", "deallocate", "remove-finalizer", "delete"]
+
+
+def _claim_of_a_gone_pod(ctx: SimContext) -> None:
+    """A claim generated for a pod that is gone (never stored here, as when the garbage
+    collector has not acted yet), allocated and reserved for it."""
+    gone = pod("job", [from_template("gpu", "gpu")], node="node-a", uid="gone-uid")
+    ctx.store.restore(claim("job-gpu-abcde", owner=gone, annotations={POD_CLAIM_ANNOTATION: "gpu"},
+                            reserved=[pod_ref(gone)]))
+
+
+def test_a_claim_whose_pod_is_gone_waits_for_the_garbage_collector_then_goes_anyway() -> None:
+    """Upstream's controller leaves it to the collector (syncClaim: "let the garbage collector
+    handle the case that the pod is truly gone"); serve waits the grace, then deletes it itself,
+    since a cluster without kube-controller-manager has no collector."""
+    ctx = new_ctx()
+    _claim_of_a_gone_pod(ctx)
+    ctrl = ResourceClaimController(collector_grace=5.0)
+    ctrl.reconcile(ctx)
+    waiting = must_claim(ctx, "job-gpu-abcde")
+    assert waiting["status"]["reservedFor"] and waiting["status"]["allocation"], "no release write meanwhile"
+    assert ctx.next_wakeup() == DEFAULT_START + timedelta(seconds=5)
+    settle(ctx, [ctrl])
+    assert get_claim(ctx, "job-gpu-abcde") is None
+    [deleted] = decisions(ctx, "delete", "job-gpu-abcde")
+    assert deleted.time == "2026-01-01T00:00:05Z"
+    assert deleted.message.endswith("its pod default/job is gone")
+
+
+def test_the_garbage_collectors_deletion_within_the_grace_leaves_one_write_to_make() -> None:
+    ctx = new_ctx()
+    _claim_of_a_gone_pod(ctx)
+    ctrl = ResourceClaimController(collector_grace=5.0)
+    ctrl.reconcile(ctx)
+    ctx.store.delete(kinds.RESOURCE_CLAIM, "job-gpu-abcde", NS)  # the collector
+    settle(ctx, [ctrl])
+    assert get_claim(ctx, "job-gpu-abcde") is None
+    [removed] = [d for d in ctx.decisions if d.object.endswith("/job-gpu-abcde")]
+    assert removed.action == "remove-finalizer" and removed.time == "2026-01-01T00:00:00Z", "at once"
