@@ -35,7 +35,7 @@ def _set_phase(ctx: SimContext, name: str, phase: str) -> None:
     ctx.store.patch(kinds.POD, name, NS, {"status": {"phase": phase}}, subresource="status")
 
 
-def test_pod_completion_releases_deallocates_and_deletes_its_generated_claim() -> None:
+def test_pod_completion_deletes_its_generated_claim_without_a_release_write() -> None:
     """Through the kubelet: Running once reserved, Succeeded after sim-duration, then the
     claim is deleted (upstream: generated claims of a done pod are deleted) and its finalizer
     dropped: no release or deallocation write first, the claim goes with them."""
