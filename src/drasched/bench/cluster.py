@@ -199,11 +199,19 @@ class _BindWatcher:
                 time.sleep(0.2)
 
 
+CLIENT_QPS = 5000
+"""The client-side rate limit (queries a second, and the burst) of every process under test:
+kube-scheduler, kube-controller-manager and drasched alike, high enough that the API server,
+not a client's token bucket, sets the pace (drasched's default of 500 capped its bursts at
+about 100 pods a second, five writes each, while the peer ran unthrottled)."""
+
+
 def _start_scheduler(kind: str, kubeconfig: str, workdir: Path, profile: bool = False) -> list[subprocess.Popen[bytes]]:
     log = open(workdir / f"{kind}.log", "wb")  # noqa: SIM115 - lives as long as the process
     if kind == "drasched":
         cmd = [sys.executable, "-m", "drasched.cli", "serve", "--kubeconfig", kubeconfig, "--enable-claim-controller",
-               "--no-leader-elect", "--metrics-port", "0", "--bind-address", "127.0.0.1", "--period", "0.05"]
+               "--no-leader-elect", "--metrics-port", "0", "--bind-address", "127.0.0.1", "--period", "0.05",
+               f"--kube-api-qps={CLIENT_QPS}", f"--kube-api-burst={CLIENT_QPS}"]
         if profile:  # py-spy samples of the thread holding the GIL: where the CPU goes
             cmd = ["py-spy", "record", "--format", "raw", "--gil", "--threads", "--rate", "50",
                    "--output", str(workdir / "drasched.pyspy.txt"), "--", *cmd]
@@ -211,7 +219,7 @@ def _start_scheduler(kind: str, kubeconfig: str, workdir: Path, profile: bool = 
     cfg = workdir / "kube-scheduler.yaml"
     cfg.write_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-        f"clientConnection: {{kubeconfig: {kubeconfig}, qps: 5000, burst: 5000}}\n"
+        f"clientConnection: {{kubeconfig: {kubeconfig}, qps: {CLIENT_QPS}, burst: {CLIENT_QPS}}}\n"
         "leaderElection: {leaderElect: false}\n"
         "profiles:\n- schedulerName: default-scheduler\n"
     )
@@ -246,7 +254,7 @@ def _controller_manager(kubeconfig: str, controller: str, log: IO[bytes]) -> sub
     return subprocess.Popen(
         [str(_kube_binary("kube-controller-manager")), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
          f"--controllers={controller}", f"--feature-gates={FEATURE_GATES}", "--secure-port=0",
-         "--kube-api-qps=5000", "--kube-api-burst=5000"],
+         f"--kube-api-qps={CLIENT_QPS}", f"--kube-api-burst={CLIENT_QPS}"],
         stdout=log, stderr=subprocess.STDOUT)
 
 
